@@ -1,0 +1,45 @@
+"""ebm: differentiable energy-balance climate models in JAX.
+
+Importing `ebm` turns on JAX's float64 mode (`jax_enable_x64`): equilibria are
+converged to 1e-9 W m-2 and gradients are checked to 1e-6, which float32 cannot
+resolve. Set `jax.config.update("jax_enable_x64", False)` after import to opt out,
+at your own risk.
+"""
+
+import importlib.metadata
+
+import jax
+
+
+jax.config.update("jax_enable_x64", True)
+
+from ._equilibrium import (  # noqa: E402
+    Equilibrium as Equilibrium,
+    equilibrium as equilibrium,
+)
+from ._grid import Grid as Grid  # noqa: E402
+from ._model import (  # noqa: E402
+    EnergyBalanceModel as EnergyBalanceModel,
+    ice_edge as ice_edge,
+    present_day_profile as present_day_profile,
+)
+from ._params import Params as Params  # noqa: E402
+from ._physics.albedo import SmoothIceAlbedo as SmoothIceAlbedo  # noqa: E402
+from ._physics.base import (  # noqa: E402
+    AbstractAlbedo as AbstractAlbedo,
+    AbstractInsolation as AbstractInsolation,
+    AbstractLongwave as AbstractLongwave,
+    AbstractTransport as AbstractTransport,
+)
+from ._physics.insolation import P2Insolation as P2Insolation  # noqa: E402
+from ._physics.longwave import LinearLongwave as LinearLongwave  # noqa: E402
+from ._physics.transport import DiffusiveTransport as DiffusiveTransport  # noqa: E402
+from ._pseudo_transient import (  # noqa: E402
+    PseudoTransientContinuation as PseudoTransientContinuation,
+)
+from ._tridiagonal import (  # noqa: E402
+    TridiagonalPreconditionedGMRES as TridiagonalPreconditionedGMRES,
+)
+
+
+__version__ = importlib.metadata.version("ebm-jax")

@@ -1,0 +1,213 @@
+r"""Equilibria of the energy-balance model, by root-finding, differentiated implicitly.
+
+An equilibrium is a root of the energy budget, $F(T^*;\theta) = 0$ (W m-2, one
+equation per cell), found with `optimistix.root_find` and the globalised
+`ebm.PseudoTransientContinuation` root-finder, which follows the model's own
+dynamics from the start and accepts only stable roots. Heat capacity does not enter:
+it sets how fast the model gets there, not where.
+
+Derivatives come from the implicit function theorem,
+
+$$\frac{\partial T^*}{\partial\theta} = -J^{-1}\frac{\partial F}{\partial\theta},
+\qquad J = \frac{\partial F}{\partial T}\Big|_{T^*},$$
+
+through `optimistix.ImplicitAdjoint`: one linear solve at the equilibrium, however
+long the spin-up would have taken. The solve is matrix-free: GMRES on the
+Jacobian-vector product, preconditioned by the Jacobian's tridiagonal part found
+from three such products (`ebm.TridiagonalPreconditionedGMRES`). Memory and work are
+O(n_lat); no dense Jacobian is formed.
+"""
+
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+import numpy as np
+import optimistix as optx
+from jaxtyping import Array, Bool, Float, Int
+
+from ._custom_types import Scalar, Temperature
+from ._grid import Grid
+from ._model import EnergyBalanceModel, present_day_profile
+from ._params import Params
+from ._physics.insolation import legendre_p2
+from ._pseudo_transient import PseudoTransientContinuation
+from ._tridiagonal import TridiagonalPreconditionedGMRES, probe_tridiagonal
+
+
+STARTS = ("present", "warm", "cold")
+
+
+def initial_profile(start, params: Params, grid: Grid) -> Temperature:
+    """The starting profile for `start`, degC.
+
+    - `"present"`: climlab's `12 - 40 P2(sin lat)`: warm tropics, polar ice.
+    - `"warm"`: ice-free, from `Tf + 20` K at the poles to `Tf + 42.5` K at the
+        equator.
+    - `"cold"`: a snowball, from `Tf - 50` K at the poles to `Tf - 27.5` K at the
+        equator.
+    - an array of shape `(n_lat,)`: used as it is.
+
+    **Raises:**
+
+    - `ValueError`: for an unknown name, or an array of the wrong shape or with
+        non-finite values.
+    """
+    if isinstance(start, str):
+        p2 = legendre_p2(grid.sin_lat)
+        if start == "present":
+            return present_day_profile(grid)
+        if start == "warm":
+            return params.Tf + 35.0 - 15.0 * p2
+        if start == "cold":
+            return params.Tf - 35.0 - 15.0 * p2
+        raise ValueError(
+            f"`start` must be one of {STARTS} or an array of shape ({grid.n_lat},), "
+            f"got {start!r}."
+        )
+    return check_profile("start", start, grid)
+
+
+def check_profile(name: str, T, grid: Grid) -> Temperature:
+    """`T` as a float array, checked to have shape `(n_lat,)` and finite values."""
+    T = jnp.asarray(T, dtype=float)
+    if T.shape != (grid.n_lat,):
+        raise ValueError(
+            f"`{name}` must have shape ({grid.n_lat},) to match `n_lat`, "
+            f"got shape {T.shape}."
+        )
+    if not isinstance(T, jax.core.Tracer) and not np.all(np.isfinite(np.asarray(T))):
+        raise ValueError(f"`{name}` must be finite everywhere, got {T}.")
+    return T
+
+
+def resolve_model(model: EnergyBalanceModel | None, grid: Grid | None):
+    """The model to use, from `model=` or `grid=` (not both)."""
+    if model is None:
+        return EnergyBalanceModel(grid=Grid() if grid is None else grid)
+    if grid is not None and grid != model.grid:
+        raise ValueError(
+            f"Pass `grid` or `model`, not both: got grid={grid} and a model on "
+            f"{model.grid}."
+        )
+    return model
+
+
+class Equilibrium(eqx.Module):
+    """An equilibrium of the energy-balance model.
+
+    **Attributes:**
+
+    - `T`: temperature on cell centres, degC.
+    - `lat`: cell centres, degrees north.
+    - `global_mean`: area-weighted mean temperature, degC.
+    - `ice_edge`: northern-hemisphere ice edge, degrees (90 ice-free, 0 snowball).
+    - `residual`: largest absolute energy budget at `T`, W m-2.
+    - `leading_eigenvalue`: largest eigenvalue of the Jacobian of the energy budget,
+        W m-2 K-1; negative for a stable state. Not differentiated.
+    - `stable`: whether `leading_eigenvalue < 0`.
+    - `result`: an `optimistix.RESULTS`; `RESULTS.successful` when converged.
+    - `num_steps`: root-finder iterations taken.
+    - `restarts`: unstable roots rejected on the way.
+    """
+
+    T: Temperature
+    lat: Float[Array, " lat"]
+    global_mean: Scalar
+    ice_edge: Scalar
+    residual: Scalar
+    leading_eigenvalue: Scalar
+    stable: Bool[Array, ""]
+    result: optx.RESULTS
+    num_steps: Int[Array, ""]
+    restarts: Int[Array, ""]
+
+    @property
+    def converged(self) -> Bool[Array, ""]:
+        """Whether the root-find succeeded."""
+        return self.result == optx.RESULTS.successful
+
+
+def _energy_budget(T, args):
+    model, params = args
+    return model.energy_budget(T, params)
+
+
+@eqx.filter_jit
+def equilibrium(
+    params: Params,
+    *,
+    grid: Grid | None = None,
+    model: EnergyBalanceModel | None = None,
+    start="present",
+    solver: optx.AbstractRootFinder = PseudoTransientContinuation(),
+    adjoint: optx.AbstractAdjoint = optx.ImplicitAdjoint(
+        linear_solver=TridiagonalPreconditionedGMRES()
+    ),
+    max_steps: int = 256,
+    throw: bool = True,
+) -> Equilibrium:
+    """The stable equilibrium reached from `start`, found by a root-find.
+
+    **Arguments:**
+
+    - `params`: the physical parameters.
+    - `grid`: the latitude grid (default `ebm.Grid()`, 60 cells). Give `grid` or
+        `model`, not both.
+    - `model`: an `ebm.EnergyBalanceModel`, for swapped physical terms.
+    - `start`: which branch: `"present"` (default; climlab's initial profile, polar
+        ice), `"warm"` (ice-free), `"cold"` (snowball), or a profile of shape
+        `(n_lat,)`. The result is the stable state that a long `ebm.integrate` from
+        the same start reaches.
+    - `solver`: the root-finder (default `ebm.PseudoTransientContinuation()`).
+    - `adjoint`: how to differentiate (default implicit, matrix-free GMRES).
+    - `max_steps`: root-finder iteration limit.
+    - `throw`: if `True` (default), raise when the root-find fails; if `False`,
+        return with `result` set to the failure code.
+
+    **Returns:**
+
+    An `ebm.Equilibrium`. `jax.grad` and `jax.jacfwd` of any of its float fields
+    (except `leading_eigenvalue`) with respect to `params` work.
+
+    **Raises:**
+
+    - `ValueError`: for an unknown `start` or one of the wrong shape.
+    - `EquinoxRuntimeError` (with `throw=True`): when the solve did not converge
+        to a stable root, or produced non-finite values.
+    """
+    model = resolve_model(model, grid)
+    grid = model.grid
+    T0 = initial_profile(start, params, grid)
+    solution = optx.root_find(
+        _energy_budget,
+        solver,
+        T0,
+        (model, params),
+        max_steps=max_steps,
+        adjoint=adjoint,
+        throw=False,
+    )
+    T = solution.value
+    result = solution.result
+    if throw:
+        T = result.error_if(T, result != optx.RESULTS.successful)
+
+    frozen = jax.lax.stop_gradient((T, params))
+    jacobian = probe_tridiagonal(
+        jax.linearize(lambda x: model.energy_budget(x, frozen[1]), frozen[0])[1],
+        grid.n_lat,
+        T.dtype,
+    )
+    leading_eigenvalue = jacobian.leading_eigenvalue()
+    return Equilibrium(
+        T=T,
+        lat=grid.lat,
+        global_mean=grid.global_mean(T),
+        ice_edge=model.ice_edge(T, params),
+        residual=jnp.max(jnp.abs(model.energy_budget(frozen[0], frozen[1]))),
+        leading_eigenvalue=leading_eigenvalue,
+        stable=leading_eigenvalue < 0,
+        result=result,
+        num_steps=solution.stats["num_steps"],
+        restarts=solution.stats["restarts"],
+    )

@@ -1,0 +1,90 @@
+r"""The latitude grid.
+
+The sphere is cut into `n_lat` zonal bands of equal width in latitude,
+$\Delta\phi = \pi / n$, from the South Pole to the North Pole (the grid climlab's
+`EBM` uses). Cell $i$ spans the bounds $\phi_{i-1/2} < \phi < \phi_{i+1/2}$ and its
+state lives at the centre $\phi_i$. The fraction of the sphere's area in cell $i$ is
+
+$$w_i = \tfrac{1}{2}\left(\sin\phi_{i+1/2} - \sin\phi_{i-1/2}\right),
+\qquad \sum_i w_i = 1,$$
+
+which is exact for the band (not the midpoint value $\cos\phi_i\,\Delta\phi / 2$), so
+area-weighted sums of a conservative flux divergence vanish to rounding error. The
+outermost bounds are the poles, where $\cos\phi = 0$: no heat flows through them.
+"""
+
+import equinox as eqx
+import jax.numpy as jnp
+import numpy as np
+from jaxtyping import Array, Float
+
+from ._custom_types import EdgeValues, Scalar
+
+
+class Grid(eqx.Module):
+    """A pole-to-pole grid of `n_lat` cells uniform in latitude.
+
+    **Arguments:**
+
+    - `n_lat`: number of latitude cells, at least 2. The default, 60, is climlab's
+        `EBM` default (3 degree cells).
+
+    **Raises:**
+
+    - `ValueError`: if `n_lat` is not an integer of at least 2.
+    """
+
+    n_lat: int = eqx.field(static=True, default=60)
+
+    def __check_init__(self):
+        if isinstance(self.n_lat, bool) or not isinstance(self.n_lat, (int, np.integer)):
+            raise ValueError(f"`n_lat` must be an integer >= 2, got {self.n_lat!r}.")
+        if self.n_lat < 2:
+            raise ValueError(f"`n_lat` must be an integer >= 2, got {self.n_lat}.")
+
+    @property
+    def spacing(self) -> Scalar:
+        """Cell width in latitude, radians."""
+        return jnp.asarray(np.pi / self.n_lat)
+
+    @property
+    def lat_bounds_radians(self) -> EdgeValues:
+        """Cell bounds, radians, from -pi/2 to pi/2."""
+        return jnp.linspace(-np.pi / 2, np.pi / 2, self.n_lat + 1)
+
+    @property
+    def lat_radians(self) -> Float[Array, " lat"]:
+        """Cell centres, radians."""
+        bounds = self.lat_bounds_radians
+        return 0.5 * (bounds[1:] + bounds[:-1])
+
+    @property
+    def lat(self) -> Float[Array, " lat"]:
+        """Cell centres, degrees north."""
+        return jnp.rad2deg(self.lat_radians)
+
+    @property
+    def lat_bounds(self) -> EdgeValues:
+        """Cell bounds, degrees north."""
+        return jnp.rad2deg(self.lat_bounds_radians)
+
+    @property
+    def sin_lat(self) -> Float[Array, " lat"]:
+        """Sine of latitude at cell centres."""
+        return jnp.sin(self.lat_radians)
+
+    @property
+    def cos_lat_bounds(self) -> EdgeValues:
+        """Cosine of latitude at the bounds; exactly zero at the poles."""
+        cos = jnp.cos(self.lat_bounds_radians)
+        return cos.at[0].set(0.0).at[-1].set(0.0)
+
+    @property
+    def area_weights(self) -> Float[Array, " lat"]:
+        """Fraction of the sphere's area in each cell; sums to one."""
+        sin_bounds = jnp.sin(self.lat_bounds_radians)
+        return 0.5 * (sin_bounds[1:] - sin_bounds[:-1])
+
+    def global_mean(self, field: Float[Array, "*batch lat"]) -> Float[Array, "*batch"]:
+        """Area-weighted global mean over the last axis."""
+        return jnp.sum(field * self.area_weights, axis=-1)

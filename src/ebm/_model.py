@@ -1,0 +1,131 @@
+r"""The energy-balance model as a vector field.
+
+Zonal-mean surface temperature $T(\phi, t)$ (degC) obeys
+
+$$C\,\frac{\partial T}{\partial t} = \underbrace{(1 - \alpha(T,\phi))\,Q(\phi)}_{
+\text{absorbed solar}} - \underbrace{(A + B T)}_{\text{OLR}}
++ \underbrace{\frac{1}{\cos\phi}\frac{\partial}{\partial\phi}
+\left(D\cos\phi\frac{\partial T}{\partial\phi}\right)}_{\text{transport}},$$
+
+with $C = \rho_w c_w h$ the heat capacity of a water column of depth $h$
+(`water_depth`), J m-2 K-1. Each term is a swappable Module (see `ebm._physics`);
+the defaults reproduce climlab's `EBM`. The right-hand side is the *energy budget*
+(W m-2); dividing by $C$ and multiplying by the seconds in a year gives the tendency
+in K per year, which is what the vector field returns, since `ebm` measures time in
+years.
+
+Grid, boundary conditions and discretisation are those of `ebm.Grid` and
+`ebm.DiffusiveTransport`: cells uniform in latitude, no heat flux through the poles.
+"""
+
+import equinox as eqx
+import jax.numpy as jnp
+from jaxtyping import Array, Float, PyTree
+
+from ._constants import SECONDS_PER_YEAR
+from ._custom_types import EdgeValues, Flux, Scalar, Temperature
+from ._grid import Grid
+from ._params import Params
+from ._physics.albedo import SmoothIceAlbedo
+from ._physics.base import (
+    AbstractAlbedo,
+    AbstractInsolation,
+    AbstractLongwave,
+    AbstractTransport,
+)
+from ._physics.insolation import P2Insolation, legendre_p2
+from ._physics.longwave import LinearLongwave
+from ._physics.transport import DiffusiveTransport
+
+
+def ice_edge(T: Temperature, params: Params, grid: Grid) -> Scalar:
+    """Latitude of the northern-hemisphere ice edge, degrees.
+
+    The first crossing of `Tf`, walking from the equator to the North Pole, linearly
+    interpolated between the two cell centres that straddle it. 90 when no
+    northern cell is below `Tf` (ice-free), 0 when the cell next to the equator
+    already is (snowball). Piecewise smooth in `T` and the parameters, so it has a
+    derivative wherever the edge stays between the same two cells.
+    """
+    lat = grid.lat
+    north = lat > 0
+    # Walk poleward from the first northern cell; cells south of it are ignored.
+    below = north & (T < params.Tf)
+    first = jnp.argmax(below)
+    any_ice = jnp.any(below)
+    equatorward = jnp.maximum(first - 1, 0)
+    at_equator = (~north[equatorward]) | (first == equatorward)
+    T_warm, T_cold = T[equatorward], T[first]
+    fraction = (T_warm - params.Tf) / jnp.where(T_warm == T_cold, 1.0, T_warm - T_cold)
+    edge = lat[equatorward] + fraction * (lat[first] - lat[equatorward])
+    edge = jnp.where(at_equator, 0.0, edge)
+    return jnp.where(any_ice, edge, 90.0)
+
+
+def present_day_profile(grid: Grid) -> Temperature:
+    """climlab's initial profile, `12 - 40 P2(sin lat)` degC: polar ice, warm tropics."""
+    return 12.0 - 40.0 * legendre_p2(grid.sin_lat)
+
+
+class EnergyBalanceModel(eqx.Module):
+    """The diffusive energy-balance model, as a vector field for `diffrax.ODETerm`.
+
+    Call it as `model(t, T, params)`: `t` in years (unused, the model is autonomous),
+    `T` the temperature on cell centres in degC, `params` an `ebm.Params`; it returns
+    `dT/dt` in K per year. The diagnostic methods take `(T, params)`.
+
+    **Arguments:**
+
+    - `grid`: the latitude grid (default `ebm.Grid()`, 60 cells).
+    - `insolation`, `albedo`, `longwave`, `transport`: the physical terms; each
+        defaults to climlab's form and can be replaced by any final subclass of its
+        abstract base.
+    """
+
+    grid: Grid = Grid()
+    insolation: AbstractInsolation = P2Insolation()
+    albedo: AbstractAlbedo = SmoothIceAlbedo()
+    longwave: AbstractLongwave = LinearLongwave()
+    transport: AbstractTransport = DiffusiveTransport()
+
+    def __call__(self, t, T: Temperature, args: PyTree) -> Temperature:
+        del t
+        params = args
+        return self.tendency(T, params)
+
+    def tendency(self, T: Temperature, params: Params) -> Temperature:
+        """`dT/dt`, K per year."""
+        return self.energy_budget(T, params) * SECONDS_PER_YEAR / params.heat_capacity
+
+    def energy_budget(self, T: Temperature, params: Params) -> Flux:
+        """Net heating of each cell, W m-2: absorbed solar - OLR + transport."""
+        return (
+            self.absorbed_solar(T, params)
+            - self.outgoing_longwave(T, params)
+            + self.heat_convergence(T, params)
+        )
+
+    def absorbed_solar(self, T: Temperature, params: Params) -> Flux:
+        """Absorbed solar radiation `(1 - albedo) Q`, W m-2."""
+        albedo = self.albedo(T, params, self.grid)
+        return (1.0 - albedo) * self.insolation(params, self.grid)
+
+    def outgoing_longwave(self, T: Temperature, params: Params) -> Flux:
+        """Outgoing longwave radiation, W m-2."""
+        return self.longwave(T, params, self.grid)
+
+    def heat_convergence(self, T: Temperature, params: Params) -> Flux:
+        """Heating by convergence of meridional heat transport, W m-2."""
+        return self.transport.convergence(T, params, self.grid)
+
+    def heat_transport(self, T: Temperature, params: Params) -> EdgeValues:
+        """Northward heat transport through each cell bound, PW."""
+        return self.transport.flux(T, params, self.grid)
+
+    def ice_edge(self, T: Temperature, params: Params) -> Scalar:
+        """Northern-hemisphere ice-edge latitude, degrees (see `ebm.ice_edge`)."""
+        return ice_edge(T, params, self.grid)
+
+    def global_mean(self, field: Float[Array, "*batch lat"]) -> Float[Array, "*batch"]:
+        """Area-weighted global mean over the last axis."""
+        return self.grid.global_mean(field)

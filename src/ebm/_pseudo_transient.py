@@ -1,0 +1,156 @@
+r"""A globalised root-finder that follows the model's own dynamics to a stable root.
+
+Pseudo-transient continuation (Kelley & Keyes 1998) solves $F(T) = 0$ by implicit
+Euler steps in a pseudo-time $\tau$,
+
+$$(\sigma_k I - J_k)\,\delta_k = F(T_k), \qquad T_{k+1} = T_k + \delta_k,$$
+
+with $J_k$ the Jacobian of $F$ (tridiagonal, probed matrix-free, see
+`ebm._tridiagonal`) and $\sigma_k = 1/\Delta\tau_k$ in W m-2 K-1. Small steps
+($\sigma$ large) follow the physical trajectory $C\,dT/dt = F$ from the start, so the
+iteration lands in the same basin as a long time integration; as the residual falls,
+switched evolution relaxation $\sigma_{k+1} = \sigma_k\|F_{k+1}\|/\|F_k\|$ lets
+$\sigma \to 0$ and the iteration becomes Newton's method, with quadratic convergence.
+
+Implicit Euler with large steps also converges to unstable equilibria (saddles), and
+this model has them next to its stable states (the small-ice-cap instability). So a
+root is accepted only if the leading eigenvalue $\lambda$ of its Jacobian is
+negative. At an unstable root the iteration restarts from the start with
+$\sigma \ge 2\lambda$ for good: implicit Euler then amplifies the unstable direction
+as the true dynamics does, walks past the saddle, and ends on the stable state that
+time integration reaches.
+
+Convergence is declared when the Newton correction $\|J^{-1}F\|_\infty$ is below
+`atol + rtol |T|` (K): the distance to the root, to first order.
+"""
+
+from collections.abc import Callable
+from typing import Any
+
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+import optimistix as optx
+from jaxtyping import Array, Bool, Float, Int, PyTree
+
+from ._tridiagonal import probe_tridiagonal
+
+
+class _PseudoTransientState(eqx.Module):
+    start: Float[Array, " n"]
+    residual_norm: Float[Array, ""]
+    shift: Float[Array, ""]
+    shift_floor: Float[Array, ""]
+    newton_size: Float[Array, ""]
+    leading_eigenvalue: Float[Array, ""]
+    converged: Bool[Array, ""]
+    restarts: Int[Array, ""]
+    nonfinite: Bool[Array, ""]
+
+
+class PseudoTransientContinuation(optx.AbstractRootFinder):
+    """Pseudo-transient continuation with a stability check on the root.
+
+    See the module docstring for the method. `y` must be a single 1-d array.
+
+    **Arguments:**
+
+    - `rtol`, `atol`: convergence tolerances on the Newton correction, relative and
+        absolute (K).
+    - `norm`: the norm for the tolerances (default: max norm).
+    - `initial_shift`: `sigma_0`, W m-2 K-1: the inverse of the first pseudo-time
+        step. 50 W m-2 K-1 is a 10-day step of a 10 m water column.
+    - `max_growth`: the most the pseudo-time step may grow (or shrink) per iteration.
+    - `max_restarts`: how many unstable roots may be rejected before giving up.
+    """
+
+    rtol: float = 1e-10
+    atol: float = 1e-10
+    norm: Callable[[PyTree], Array] = optx.max_norm
+    initial_shift: float = 50.0
+    max_growth: float = 4.0
+    max_restarts: int = 4
+
+    def init(self, fn, y, args, options, f_struct, aux_struct, tags):
+        del fn, args, options, f_struct, aux_struct, tags
+        inf = jnp.array(jnp.inf, y.dtype)
+        return _PseudoTransientState(
+            start=y,
+            residual_norm=inf,
+            shift=jnp.array(self.initial_shift, y.dtype),
+            shift_floor=jnp.array(0.0, y.dtype),
+            newton_size=inf,
+            leading_eigenvalue=jnp.array(jnp.nan, y.dtype),
+            converged=jnp.array(False),
+            restarts=jnp.array(0),
+            nonfinite=jnp.array(False),
+        )
+
+    def step(self, fn, y, args, options, state: _PseudoTransientState, tags):
+        del options, tags
+        residual, linear, aux = jax.linearize(lambda x: fn(x, args), y, has_aux=True)
+        jacobian = probe_tridiagonal(linear, y.shape[0], y.dtype)
+        residual_norm = self.norm(residual)
+
+        # Switched evolution relaxation, with bounded growth and the stability floor.
+        ratio = jnp.clip(
+            residual_norm / state.residual_norm, 1 / self.max_growth, self.max_growth
+        )
+        ratio = jnp.where(jnp.isfinite(ratio), ratio, 1.0)
+        shift = jnp.maximum(state.shift * ratio, state.shift_floor)
+
+        newton_correction = jacobian.shifted(0.0).solve(residual)
+        scale = self.atol + self.rtol * jnp.abs(y)
+        newton_size = self.norm(newton_correction / scale)
+        close = newton_size < 1
+
+        # Only a root's stability matters; the eigenvalue is costlier than a step.
+        leading_eigenvalue = jax.lax.cond(
+            close,
+            lambda: jacobian.leading_eigenvalue(),
+            lambda: jnp.array(jnp.nan, y.dtype),
+        )
+        unstable = close & (leading_eigenvalue > 0)
+        converged = close & ~unstable
+
+        step = jacobian.shifted(shift).solve(residual)
+        new_y = jnp.where(converged, y - newton_correction, y + step)
+        new_floor = jnp.where(
+            unstable, jnp.maximum(state.shift_floor, 2 * leading_eigenvalue), state.shift_floor
+        )
+        new_y = jnp.where(unstable, state.start, new_y)
+        new_shift = jnp.where(unstable, jnp.maximum(self.initial_shift, new_floor), shift)
+        new_residual_norm = jnp.where(unstable, jnp.inf, residual_norm)
+        nonfinite = ~jnp.all(jnp.isfinite(new_y))
+        new_state = _PseudoTransientState(
+            start=state.start,
+            residual_norm=new_residual_norm,
+            shift=new_shift,
+            shift_floor=new_floor,
+            newton_size=newton_size,
+            leading_eigenvalue=leading_eigenvalue,
+            converged=converged,
+            restarts=state.restarts + unstable.astype(int),
+            nonfinite=nonfinite,
+        )
+        return new_y, new_state, aux
+
+    def terminate(self, fn, y, args, options, state: _PseudoTransientState, tags):
+        del fn, y, args, options, tags
+        gave_up = state.restarts > self.max_restarts
+        result = optx.RESULTS.where(
+            state.nonfinite,
+            optx.RESULTS.nonfinite,
+            optx.RESULTS.where(
+                gave_up, optx.RESULTS.nonlinear_divergence, optx.RESULTS.successful
+            ),
+        )
+        return state.converged | gave_up | state.nonfinite, result
+
+    def postprocess(self, fn, y, aux, args, options, state, tags, result):
+        del fn, args, options, tags, result
+        stats: dict[str, Any] = {
+            "restarts": state.restarts,
+            "leading_eigenvalue": state.leading_eigenvalue,
+        }
+        return y, aux, stats
