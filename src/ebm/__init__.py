@@ -18,6 +18,10 @@ from ._equilibrium import (  # noqa: E402
     equilibrium as equilibrium,
 )
 from ._grid import Grid as Grid  # noqa: E402
+from ._integrate import (  # noqa: E402
+    Trajectory as Trajectory,
+    integrate as integrate,
+)
 from ._model import (  # noqa: E402
     EnergyBalanceModel as EnergyBalanceModel,
     ice_edge as ice_edge,
@@ -38,6 +42,7 @@ from ._pseudo_transient import (  # noqa: E402
     PseudoTransientContinuation as PseudoTransientContinuation,
 )
 from ._tridiagonal import (  # noqa: E402
+    ProbedTridiagonal as ProbedTridiagonal,
     TridiagonalPreconditionedGMRES as TridiagonalPreconditionedGMRES,
 )
 

@@ -37,7 +37,9 @@ class Grid(eqx.Module):
     n_lat: int = eqx.field(static=True, default=60)
 
     def __check_init__(self):
-        if isinstance(self.n_lat, bool) or not isinstance(self.n_lat, (int, np.integer)):
+        if isinstance(self.n_lat, bool) or not isinstance(
+            self.n_lat, (int, np.integer)
+        ):
             raise ValueError(f"`n_lat` must be an integer >= 2, got {self.n_lat!r}.")
         if self.n_lat < 2:
             raise ValueError(f"`n_lat` must be an integer >= 2, got {self.n_lat}.")

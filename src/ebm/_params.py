@@ -92,7 +92,9 @@ class Params(eqx.Module):
         _check("water_depth", self.water_depth, "> 0 m", lambda x: x > 0)
         _check("ice_width", self.ice_width, "> 0 K", lambda x: x > 0)
         for name in ("a0", "ai"):
-            _check(name, getattr(self, name), "in [0, 1]", lambda x: (0 <= x) & (x <= 1))
+            _check(
+                name, getattr(self, name), "in [0, 1]", lambda x: (0 <= x) & (x <= 1)
+            )
         a0, a2 = _concrete(self.a0), _concrete(self.a2)
         _check("a2", self.a2, "finite", always)
         if a0 is not None and a2 is not None:

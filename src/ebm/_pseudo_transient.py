@@ -116,10 +116,14 @@ class PseudoTransientContinuation(optx.AbstractRootFinder):
         step = jacobian.shifted(shift).solve(residual)
         new_y = jnp.where(converged, y - newton_correction, y + step)
         new_floor = jnp.where(
-            unstable, jnp.maximum(state.shift_floor, 2 * leading_eigenvalue), state.shift_floor
+            unstable,
+            jnp.maximum(state.shift_floor, 2 * leading_eigenvalue),
+            state.shift_floor,
         )
         new_y = jnp.where(unstable, state.start, new_y)
-        new_shift = jnp.where(unstable, jnp.maximum(self.initial_shift, new_floor), shift)
+        new_shift = jnp.where(
+            unstable, jnp.maximum(self.initial_shift, new_floor), shift
+        )
         new_residual_norm = jnp.where(unstable, jnp.inf, residual_norm)
         nonfinite = ~jnp.all(jnp.isfinite(new_y))
         new_state = _PseudoTransientState(

@@ -88,8 +88,7 @@ class _KrylovState(eqx.Module):
 class TridiagonalPreconditionedGMRES(lx.AbstractLinearSolver[_KrylovState]):
     """GMRES on the Jacobian-vector operator, preconditioned by its tridiagonal part.
 
-    Matrix-free: `init` linearises the operator and probes its tridiagonal part with
-    three products; `compute` runs `lineax.GMRES` on the left-preconditioned system
+    Matrix-free: `init` probes the operator's tridiagonal part with three products; `compute` runs `lineax.GMRES` on the left-preconditioned system
     `P^{-1} A x = P^{-1} b`, with `b` scaled to unit max-norm, so that the tolerances
     are relative and measured in the units of the solution. For the default model
     `P = A` and GMRES converges in one iteration; for a non-local user term it takes
@@ -120,15 +119,17 @@ class TridiagonalPreconditionedGMRES(lx.AbstractLinearSolver[_KrylovState]):
             )
         if operator.in_structure() != operator.out_structure():
             raise ValueError("TridiagonalPreconditionedGMRES needs a square operator.")
-        operator = lx.linearise(operator)
+        # The state keeps the operator unlinearised: a linearised one holds a jaxpr,
+        # which callers such as diffrax's chord iteration cannot `stop_gradient`.
         preconditioner = probe_tridiagonal(
-            operator.mv, structure.shape[0], structure.dtype
+            lx.linearise(operator).mv, structure.shape[0], structure.dtype
         )
         return _KrylovState(operator, preconditioner)
 
     def compute(self, state: _KrylovState, vector: PyTree[Array], options: dict):
         del options
-        operator, preconditioner = state.operator, state.preconditioner
+        operator = lx.linearise(state.operator)
+        preconditioner = state.preconditioner
         scale = jnp.max(jnp.abs(vector))
         scale = jnp.where(scale > 0, scale, 1.0)
         preconditioned = lx.FunctionLinearOperator(
@@ -153,6 +154,45 @@ class TridiagonalPreconditionedGMRES(lx.AbstractLinearSolver[_KrylovState]):
 
     def conj(self, state: _KrylovState, options: dict):
         # Real operators only: conjugation is the identity.
+        return state, options
+
+    def assume_full_rank(self):
+        return True
+
+
+class ProbedTridiagonal(lx.AbstractLinearSolver[TridiagonalMatrix]):
+    """A direct solve with the operator's tridiagonal part, probed matrix-free.
+
+    Exact for operators that are tridiagonal (the default model's Jacobian and the
+    stage matrices `I - h J` of implicit Runge-Kutta solvers); for any other operator
+    it solves with an approximation, which is what a chord iteration needs and
+    nothing more. Use `TridiagonalPreconditionedGMRES` where the solve must be exact.
+    Its state holds only arrays, so diffrax's stage solvers can reuse it across
+    iterations.
+    """
+
+    def init(self, operator: lx.AbstractLinearOperator, options: dict):
+        del options
+        structure = operator.in_structure()
+        if not isinstance(structure, jax.ShapeDtypeStruct) or len(structure.shape) != 1:
+            raise ValueError(
+                "ProbedTridiagonal solves for a single 1-d array, got an operator on "
+                f"{structure}. For augmented states, such as the backward pass of "
+                "diffrax.BacksolveAdjoint, give that pass a solver of its own, e.g. "
+                "BacksolveAdjoint(solver=diffrax.Kvaerno5())."
+            )
+        return probe_tridiagonal(
+            lx.linearise(operator).mv, structure.shape[0], structure.dtype
+        )
+
+    def compute(self, state: TridiagonalMatrix, vector, options: dict):
+        del options
+        return state.solve(vector), lx.RESULTS.successful, {}
+
+    def transpose(self, state: TridiagonalMatrix, options: dict):
+        return state.transpose(), options
+
+    def conj(self, state: TridiagonalMatrix, options: dict):
         return state, options
 
     def assume_full_rank(self):

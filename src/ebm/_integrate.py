@@ -1,0 +1,256 @@
+r"""Time integration of the energy-balance model with diffrax, under a chosen adjoint.
+
+The model is stiff: the fastest diffusive mode on a grid of spacing $\Delta\phi$
+decays at a rate near $4D / (C\,\Delta\phi^2)$ (about one day at 60 cells, three
+minutes at 1000), while the climate adjusts over years. An explicit solver's step
+is bound by the fast rate and shrinks with the square of the cell size; an L-stable
+implicit solver's step is bound only by accuracy. So the default is diffrax's
+`Kvaerno5` (a 5th-order L-stable ESDIRK) with a PID step-size controller
+(`rtol = atol = 1e-8`), its stage equations solved by a chord iteration whose linear
+solves use the Jacobian's tridiagonal part, probed matrix-free
+(`ebm.ProbedTridiagonal`): O(n_lat) work and memory per step on the forward pass.
+(Reverse-mode gradients through the stages use diffrax's own implicit adjoint,
+which forms the stage Jacobian densely: fine up to a few thousand cells.)
+
+How gradients are computed is the `adjoint` (diffrax's term):
+
+| name | diffrax adjoint | transformations | memory in steps N |
+|---|---|---|---|
+| `"recursive"` | `RecursiveCheckpointAdjoint()` | `grad`, `vjp` | O(log N) checkpoints |
+| `"direct"` | `DirectAdjoint()` | `grad`, `jvp`, `jacfwd` | O(N) |
+| `"forward"` | `ForwardMode()` | `jvp`, `jacfwd` | O(1) |
+| `"backsolve"` | `BacksolveAdjoint(solver=Kvaerno5())` | `grad` (short runs only) | O(1) |
+
+`BacksolveAdjoint` rebuilds the state by integrating the model backwards in time,
+which for a diffusive model is the ill-posed backward heat equation: rounding errors
+in the fast modes grow like $e^{t/\tau}$, $\tau = C\,\Delta\phi^2/(4D)$. Its
+gradients are accurate to 1e-4 only for runs shorter than a limit measured in units
+of $\tau$ (`BACKSOLVE_HORIZON`, see `benchmarks/backsolve_horizon.py`); `integrate`
+refuses longer runs under it.
+"""
+
+import diffrax
+import equinox as eqx
+from jaxtyping import Array, Float, Int
+
+from ._constants import SECONDS_PER_YEAR
+from ._custom_types import Scalar, Temperature
+from ._equilibrium import initial_profile, resolve_model
+from ._grid import Grid
+from ._model import EnergyBalanceModel
+from ._params import Params
+from ._tridiagonal import ProbedTridiagonal
+
+
+ADJOINTS = {
+    "recursive": diffrax.RecursiveCheckpointAdjoint,
+    "direct": diffrax.DirectAdjoint,
+    "forward": diffrax.ForwardMode,
+    # The backward pass solves for the augmented state (T, adjoints, parameters), a
+    # pytree, so it gets diffrax's dense stage solves rather than the tridiagonal ones.
+    "backsolve": lambda: diffrax.BacksolveAdjoint(solver=diffrax.Kvaerno5()),
+}
+
+# Longest run, in units of the fastest diffusive time scale C dlat^2 / (4 D), over
+# which BacksolveAdjoint's gradient stays within 1e-4 of the others on the default
+# model. Measured by benchmarks/backsolve_horizon.py; see the README.
+BACKSOLVE_HORIZON = 10.0
+
+
+def default_solver() -> diffrax.AbstractSolver:
+    """`Kvaerno5` whose stage solves use the probed tridiagonal Jacobian."""
+    root_finder = diffrax.with_stepsize_controller_tols(diffrax.VeryChord)(
+        linear_solver=ProbedTridiagonal()
+    )
+    return diffrax.Kvaerno5(root_finder=root_finder)
+
+
+def resolve_adjoint(adjoint) -> diffrax.AbstractAdjoint:
+    """A diffrax adjoint from a name in `ADJOINTS` or an instance."""
+    if isinstance(adjoint, diffrax.AbstractAdjoint):
+        return adjoint
+    if isinstance(adjoint, str) and adjoint in ADJOINTS:
+        return ADJOINTS[adjoint]()
+    raise ValueError(
+        f"`adjoint` must be one of {tuple(ADJOINTS)} or a diffrax.AbstractAdjoint "
+        f"instance, got {adjoint!r}."
+    )
+
+
+def fastest_time_scale(params: Params, grid: Grid) -> Scalar:
+    """`C dlat^2 / (4 D)` in years: the e-folding time of the fastest diffusive mode."""
+    seconds = params.heat_capacity * grid.spacing**2 / (4.0 * params.D)
+    return seconds / SECONDS_PER_YEAR
+
+
+class Trajectory(eqx.Module):
+    """The result of `ebm.integrate`.
+
+    **Attributes:**
+
+    - `T`: final temperature on cell centres, degC.
+    - `lat`: cell centres, degrees north.
+    - `global_mean`: final area-weighted mean temperature, degC.
+    - `ice_edge`: final northern-hemisphere ice edge, degrees.
+    - `ts`: saved times, years (`None` unless `saveat` asks for them).
+    - `Ts`: saved profiles, shape `(time, lat)` (`None` unless asked for).
+    - `result`: a `diffrax.RESULTS`.
+    - `num_steps`: accepted plus rejected steps taken.
+    """
+
+    T: Temperature
+    lat: Float[Array, " lat"]
+    global_mean: Scalar
+    ice_edge: Scalar
+    ts: Float[Array, " time"] | None
+    Ts: Float[Array, "time lat"] | None
+    result: diffrax.RESULTS
+    num_steps: Int[Array, ""]
+
+
+_FORWARD_MODE_HINT = (
+    "adjoint={name!r} supports reverse mode (jax.grad, jax.vjp) only; for forward "
+    "mode (jax.jvp, jax.jacfwd) use integrate(..., adjoint='forward') (O(1) memory) "
+    "or adjoint='direct'."
+)
+
+
+def integrate(
+    params: Params,
+    *,
+    years,
+    grid: Grid | None = None,
+    model: EnergyBalanceModel | None = None,
+    T0=None,
+    adjoint="recursive",
+    solver: diffrax.AbstractSolver | None = None,
+    saveat: diffrax.SaveAt | None = None,
+    stepsize_controller: diffrax.AbstractStepSizeController | None = None,
+    dt0=None,
+    max_steps: int = 16384,
+    throw: bool = True,
+) -> Trajectory:
+    """Integrate the model for `years` from `T0`.
+
+    **Arguments:**
+
+    - `params`: the physical parameters.
+    - `years`: length of the run, years (> 0).
+    - `grid`, `model`: as for `ebm.equilibrium` (give one at most).
+    - `T0`: initial profile, degC, shape `(n_lat,)`, or one of `"present"` (default;
+        the same start as `ebm.equilibrium`), `"warm"`, `"cold"`.
+    - `adjoint`: `"recursive"` (default), `"direct"`, `"forward"`, `"backsolve"`,
+        or any `diffrax.AbstractAdjoint` instance (e.g.
+        `diffrax.RecursiveCheckpointAdjoint(checkpoints=64)`).
+    - `solver`: a diffrax solver (default: `Kvaerno5` with matrix-free stage solves;
+        see the module docstring for why an implicit solver).
+    - `saveat`: a `diffrax.SaveAt` (default: the final state only). Saved times fill
+        `ts` and `Ts`.
+    - `stepsize_controller`: default `diffrax.PIDController(rtol=1e-8, atol=1e-8)`.
+    - `dt0`: initial step, years (default: chosen by the controller).
+    - `max_steps`: step limit.
+    - `throw`: raise if the solve fails (default), else return the failure code.
+
+    **Returns:**
+
+    An `ebm.Trajectory`.
+
+    **Raises:**
+
+    - `ValueError`: for a bad `T0`, `adjoint` or `years`, or when the chosen
+        adjoint cannot do the requested differentiation (with the adjoint to use).
+    - `EquinoxRuntimeError`: with `adjoint="backsolve"` on runs longer than its
+        measured horizon (see the module docstring), or when the solve fails.
+    """
+    model = resolve_model(model, grid)
+    if isinstance(years, (int, float)) and not 0 < years < float("inf"):
+        raise ValueError(f"`years` must be positive and finite, got {years}.")
+    T0 = initial_profile("present" if T0 is None else T0, params, model.grid)
+    adjoint_name = adjoint if isinstance(adjoint, str) else type(adjoint).__name__
+    adjoint = resolve_adjoint(adjoint)
+    if solver is None:
+        solver = default_solver()
+    if stepsize_controller is None:
+        stepsize_controller = diffrax.PIDController(rtol=1e-8, atol=1e-8)
+    if saveat is None:
+        saveat = diffrax.SaveAt(t1=True)
+    else:
+        # The final state is always needed for the summary fields.
+        saveat = eqx.tree_at(lambda s: s.subs.t1, saveat, True)
+    # JAX differentiates a jitted call where it is made: this is where a reverse-only
+    # adjoint meets forward mode, and where its error can name the fix.
+    try:
+        return _integrate(
+            params,
+            years,
+            model,
+            T0,
+            adjoint,
+            solver,
+            saveat,
+            stepsize_controller,
+            dt0,
+            max_steps,
+            throw,
+        )
+    except TypeError as error:
+        if "jvp" in str(error) or "forward-mode" in str(error):
+            raise ValueError(_FORWARD_MODE_HINT.format(name=adjoint_name)) from error
+        raise
+
+
+@eqx.filter_jit
+def _integrate(
+    params,
+    years,
+    model,
+    T0,
+    adjoint,
+    solver,
+    saveat,
+    stepsize_controller,
+    dt0,
+    max_steps,
+    throw,
+) -> Trajectory:
+    grid = model.grid
+    if isinstance(adjoint, diffrax.BacksolveAdjoint):
+        horizon = BACKSOLVE_HORIZON * fastest_time_scale(params, grid)
+        T0 = eqx.error_if(
+            T0,
+            years > horizon,
+            "adjoint='backsolve' integrates the model backwards in time, which is "
+            "unstable for diffusion; its gradient is only accurate to 1e-4 for runs "
+            f"shorter than {BACKSOLVE_HORIZON} x C dlat^2 / (4 D) (about 10 days at "
+            "the default 60 cells). Use adjoint='recursive' for longer runs.",
+        )
+    solution = diffrax.diffeqsolve(
+        diffrax.ODETerm(model),
+        solver,
+        t0=0.0,
+        t1=years,
+        dt0=dt0,
+        y0=T0,
+        args=params,
+        saveat=saveat,
+        stepsize_controller=stepsize_controller,
+        adjoint=adjoint,
+        max_steps=max_steps,
+        throw=throw,
+    )
+    ys = solution.ys
+    T = ys[-1]
+    if saveat.subs.ts is None and not saveat.subs.steps and not saveat.subs.t0:
+        ts, Ts = None, None
+    else:
+        ts, Ts = solution.ts[:-1], ys[:-1]
+    return Trajectory(
+        T=T,
+        lat=grid.lat,
+        global_mean=grid.global_mean(T),
+        ice_edge=model.ice_edge(T, params),
+        ts=ts,
+        Ts=Ts,
+        result=solution.result,
+        num_steps=solution.stats["num_steps"],
+    )

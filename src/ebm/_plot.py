@@ -1,0 +1,61 @@
+"""Matplotlib figures. Imported lazily: nothing in the numerical core needs it."""
+
+import numpy as np
+
+
+def _pyplot():
+    import matplotlib
+
+    if matplotlib.get_backend().lower() not in ("agg", "pdf", "svg", "ps", "cairo"):
+        # Scripts and CI have no display; Agg draws to files only.
+        matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def plot_equilibrium(equilibrium, params, path=None, *, ax=None, label=None):
+    """Plot an equilibrium profile T(lat), with the freezing threshold and ice edge.
+
+    **Arguments:**
+
+    - `equilibrium`: an `ebm.Equilibrium` (or anything with `.lat`, `.T`,
+        `.ice_edge`).
+    - `params`: the `ebm.Params` it was computed with (for `Tf`).
+    - `path`: if given, save the figure there.
+    - `ax`: an existing matplotlib axis to draw on.
+    - `label`: legend label for the profile.
+
+    **Returns:**
+
+    The matplotlib figure.
+    """
+    plt = _pyplot()
+    if ax is None:
+        fig, ax = plt.subplots(figsize=(6, 4), layout="constrained")
+    else:
+        fig = ax.figure
+    lat, T = np.asarray(equilibrium.lat), np.asarray(equilibrium.T)
+    edge = float(equilibrium.ice_edge)
+    ax.plot(lat, T, label=label or "equilibrium T")
+    ax.axhline(float(params.Tf), color="0.6", ls=":", label="Tf")
+    if 0 < edge < 90:
+        for sign in (-1, 1):
+            ax.axvline(sign * edge, color="tab:blue", ls="--", lw=1)
+        ax.annotate(
+            f"ice edge {edge:.1f}°",
+            (edge, float(params.Tf)),
+            xytext=(4, 6),
+            textcoords="offset points",
+        )
+    ax.set_xlabel("latitude (°N)")
+    ax.set_ylabel("surface temperature (°C)")
+    ax.set_xlim(-90, 90)
+    ax.set_xticks(np.arange(-90, 91, 30))
+    ax.set_title(
+        f"global mean {float(equilibrium.global_mean):.2f} °C, ice edge {edge:.1f}°N"
+    )
+    ax.legend(loc="lower center")
+    if path is not None:
+        fig.savefig(path, dpi=120)
+    return fig
