@@ -37,7 +37,9 @@ from ._tridiagonal import TridiagonalPreconditionedGMRES, probe_tridiagonal
 STARTS = ("present", "warm", "cold")
 
 
-def initial_profile(start, params: Params, grid: Grid) -> Temperature:
+def initial_profile(
+    start, params: Params, grid: Grid, name: str = "start"
+) -> Temperature:
     """The starting profile for `start`, degC.
 
     - `"present"`: climlab's `12 - 40 P2(sin lat)`: warm tropics, polar ice.
@@ -61,10 +63,10 @@ def initial_profile(start, params: Params, grid: Grid) -> Temperature:
         if start == "cold":
             return params.Tf - 35.0 - 15.0 * p2
         raise ValueError(
-            f"`start` must be one of {STARTS} or an array of shape ({grid.n_lat},), "
+            f"`{name}` must be one of {STARTS} or an array of shape ({grid.n_lat},), "
             f"got {start!r}."
         )
-    return check_profile("start", start, grid)
+    return check_profile(name, start, grid)
 
 
 def check_profile(name: str, T, grid: Grid) -> Temperature:

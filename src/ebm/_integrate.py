@@ -54,7 +54,7 @@ ADJOINTS = {
 # Longest run, in units of the fastest diffusive time scale C dlat^2 / (4 D), over
 # which BacksolveAdjoint's gradient stays within 1e-4 of the others on the default
 # model. Measured by benchmarks/backsolve_horizon.py; see the README.
-BACKSOLVE_HORIZON = 10.0
+BACKSOLVE_HORIZON = 20.0
 
 
 def default_solver() -> diffrax.AbstractSolver:
@@ -165,7 +165,7 @@ def integrate(
     model = resolve_model(model, grid)
     if isinstance(years, (int, float)) and not 0 < years < float("inf"):
         raise ValueError(f"`years` must be positive and finite, got {years}.")
-    T0 = initial_profile("present" if T0 is None else T0, params, model.grid)
+    T0 = initial_profile("present" if T0 is None else T0, params, model.grid, "T0")
     adjoint_name = adjoint if isinstance(adjoint, str) else type(adjoint).__name__
     adjoint = resolve_adjoint(adjoint)
     if solver is None:

@@ -1,0 +1,150 @@
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from helpers import assert_gradient_matches_fd, replace
+
+import ebm
+
+
+NAMES = ebm.Params.field_names()
+
+
+@pytest.fixture(scope="module")
+def params():
+    return ebm.Params()
+
+
+def test_present_day_equilibrium(params):
+    state = ebm.equilibrium(params)
+    assert bool(state.converged) and bool(state.stable)
+    assert float(state.leading_eigenvalue) < 0
+    assert float(state.residual) < 1e-9
+    model = ebm.EnergyBalanceModel()
+    assert float(jnp.max(jnp.abs(model.energy_budget(state.T, params)))) < 1e-9
+    assert 0 < float(state.ice_edge) < 90
+    # Energy balance of the whole planet: absorbed solar equals OLR in the mean.
+    absorbed = model.global_mean(model.absorbed_solar(state.T, params))
+    emitted = model.global_mean(model.outgoing_longwave(state.T, params))
+    assert abs(float(absorbed - emitted)) < 1e-10
+
+
+def test_cold_start_is_a_snowball(params):
+    state = ebm.equilibrium(params, start="cold")
+    assert bool(state.stable)
+    assert float(state.ice_edge) == 0.0
+    assert bool(jnp.all(state.T < params.Tf))
+
+
+def test_low_solar_constant_is_a_snowball():
+    state = ebm.equilibrium(ebm.Params(S0=1100.0))
+    assert float(state.ice_edge) == 0.0
+    assert bool(jnp.all(state.T < -10.0))
+
+
+def test_ice_edge_moves_poleward_with_solar_constant():
+    edges = [
+        float(ebm.equilibrium(ebm.Params(S0=S0)).ice_edge)
+        for S0 in (1300.0, 1330.0, 1350.0, 1365.2)
+    ]
+    assert all(0 < edge < 90 for edge in edges)
+    assert np.all(np.diff(edges) > 0)
+
+
+def _long_run(params, start, grid):
+    return ebm.integrate(params, years=300.0, T0=start, grid=grid, max_steps=65536)
+
+
+@pytest.mark.parametrize("ice_width", [0.25, 1.0, 5.0])
+@pytest.mark.parametrize("start", ["present", "warm", "cold"])
+def test_equilibrium_is_where_integration_goes(start, ice_width):
+    params = ebm.Params(ice_width=ice_width)
+    grid = ebm.Grid(60)
+    state = ebm.equilibrium(params, start=start, grid=grid)
+    run = _long_run(params, start, grid)
+    assert bool(state.stable)
+    np.testing.assert_allclose(state.T, run.T, rtol=0, atol=1e-6)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("n_lat", [90, 180, 360, 1000])
+@pytest.mark.parametrize("ice_width", [0.25, 1.0, 5.0])
+@pytest.mark.parametrize("start", ["present", "warm", "cold"])
+def test_equilibrium_is_where_integration_goes_fine_grids(start, ice_width, n_lat):
+    params = ebm.Params(ice_width=ice_width)
+    grid = ebm.Grid(n_lat)
+    state = ebm.equilibrium(params, start=start, grid=grid)
+    run = _long_run(params, start, grid)
+    np.testing.assert_allclose(state.T, run.T, rtol=0, atol=1e-6)
+
+
+def _global_mean(params):
+    return ebm.equilibrium(params).global_mean
+
+
+def _ice_edge(params):
+    return ebm.equilibrium(params).ice_edge
+
+
+@pytest.mark.parametrize("output", [_global_mean, _ice_edge])
+def test_implicit_gradient_matches_finite_differences(params, output):
+    gradient = jax.grad(output)(params)
+    names = [n for n in NAMES if n != "water_depth"]
+    assert_gradient_matches_fd(output, params, gradient, names, rtol=1e-6)
+    # Heat capacity sets how fast, not where.
+    assert float(gradient.water_depth) == 0.0
+
+
+def test_forward_and_reverse_mode_agree(params):
+    forward = jax.jacfwd(lambda p: ebm.equilibrium(p).T)(params)
+    reverse = jax.jacrev(lambda p: ebm.equilibrium(p).T)(params)
+    for name in NAMES:
+        np.testing.assert_allclose(
+            getattr(forward, name), getattr(reverse, name), rtol=1e-8, atol=1e-12
+        )
+
+
+def test_jacfwd_of_profile_matches_finite_differences(params):
+    jacobian = jax.jacfwd(lambda p: ebm.equilibrium(p).T)(params)
+    for index in (5, 30, 55):
+        assert_gradient_matches_fd(
+            lambda p: ebm.equilibrium(p).T[index],
+            params,
+            jax.tree.map(lambda column: column[index], jacobian),
+            ["D", "S0", "Tf"],
+            rtol=1e-6,
+        )
+
+
+def test_implicit_gradient_matches_unrolled_spin_up(params):
+    implicit = jax.grad(_global_mean)(params)
+
+    def spun_up(params):
+        return ebm.integrate(params, years=200.0, max_steps=8192).global_mean
+
+    unrolled = jax.grad(spun_up)(params)
+    for name in NAMES:
+        if name == "water_depth":
+            # A 200-year run remembers its start only to ~1e-12 K.
+            assert abs(float(unrolled.water_depth)) < 1e-8
+            continue
+        np.testing.assert_allclose(
+            getattr(unrolled, name), getattr(implicit, name), rtol=1e-7
+        )
+
+
+def test_non_convergence_is_reported(params):
+    failed = ebm.equilibrium(params, max_steps=3, throw=False)
+    assert not bool(failed.converged)
+    with pytest.raises(Exception, match="maximum number of steps"):
+        ebm.equilibrium(params, max_steps=3)
+
+
+def test_under_vmap():
+    S0 = jnp.array([1340.0, 1365.2, 1390.0])
+    batched = eqx.filter_vmap(lambda s: ebm.equilibrium(replace(ebm.Params(), "S0", s)))
+    states = batched(S0)
+    for s, edge in zip(S0, states.ice_edge):
+        single = ebm.equilibrium(ebm.Params(S0=s))
+        assert float(edge) == pytest.approx(float(single.ice_edge), abs=1e-9)

@@ -1,0 +1,109 @@
+import diffrax
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from helpers import assert_gradient_matches_fd
+
+import ebm
+from ebm._integrate import BACKSOLVE_HORIZON, fastest_time_scale
+
+
+NAMES = ebm.Params.field_names()
+YEARS = 2.0
+
+
+@pytest.fixture(scope="module")
+def params():
+    return ebm.Params()
+
+
+def _final_mean(adjoint, years=YEARS):
+    def fn(params):
+        return ebm.integrate(params, years=years, adjoint=adjoint).global_mean
+
+    return fn
+
+
+@pytest.mark.parametrize(
+    "adjoint",
+    ["recursive", "direct", diffrax.RecursiveCheckpointAdjoint(checkpoints=16)],
+    ids=["recursive", "direct", "recursive-16-checkpoints"],
+)
+def test_reverse_mode_matches_finite_differences(params, adjoint):
+    fn = _final_mean(adjoint)
+    gradient = jax.grad(fn)(params)
+    assert_gradient_matches_fd(fn, params, gradient, NAMES, rtol=1e-6, atol=1e-10)
+
+
+def test_backsolve_within_its_horizon_matches_finite_differences(params):
+    years = 0.5 * BACKSOLVE_HORIZON * float(fastest_time_scale(params, ebm.Grid()))
+    fn = _final_mean("backsolve", years)
+    gradient = jax.grad(fn)(params)
+    reference = jax.grad(_final_mean("recursive", years))(params)
+    # The horizon's criterion: within 1e-4 of the reference, relative to its size.
+    difference = jnp.stack(
+        jax.tree.leaves(jax.tree.map(jnp.subtract, gradient, reference))
+    )
+    size = jnp.max(jnp.abs(jnp.stack(jax.tree.leaves(reference))))
+    assert float(jnp.max(jnp.abs(difference)) / size) < 1e-4
+    assert_gradient_matches_fd(
+        fn, params, gradient, NAMES, rtol=1e-4, atol=1e-4 * float(size)
+    )
+
+
+def test_backsolve_beyond_its_horizon_refuses(params):
+    with pytest.raises(Exception, match="adjoint='backsolve'.*recursive"):
+        jax.grad(_final_mean("backsolve", 1.0))(params)
+
+
+@pytest.mark.parametrize("adjoint", ["forward", "direct"])
+def test_forward_mode_matches_finite_differences(params, adjoint):
+    fn = _final_mean(adjoint)
+    jacobian = jax.jacfwd(fn)(params)
+    assert_gradient_matches_fd(fn, params, jacobian, NAMES, rtol=1e-6, atol=1e-10)
+    tangent = jax.tree.map(jnp.zeros_like, params)
+    tangent = eqx.tree_at(lambda p: p.D, tangent, jnp.asarray(1.0))
+    _, directional = jax.jvp(fn, (params,), (tangent,))
+    assert float(directional) == pytest.approx(float(jacobian.D), rel=1e-10)
+
+
+def test_all_adjoints_agree(params):
+    gradients = [jax.grad(_final_mean(a))(params) for a in ("recursive", "direct")]
+    gradients.append(jax.jacfwd(_final_mean("forward"))(params))
+    for other in gradients[1:]:
+        for name in NAMES:
+            np.testing.assert_allclose(
+                getattr(other, name), getattr(gradients[0], name), rtol=1e-9
+            )
+
+
+@pytest.mark.parametrize("adjoint", ["recursive", "backsolve"])
+def test_forward_mode_under_reverse_only_adjoint_names_the_fix(params, adjoint):
+    fn = _final_mean(adjoint, 0.01)
+    with pytest.raises(ValueError, match="adjoint='forward'"):
+        jax.jvp(fn, (params,), (params,))
+    with pytest.raises(ValueError, match="adjoint='forward'"):
+        jax.jacfwd(fn)(params)
+
+
+def test_trajectory_is_saved_and_relaxes_to_equilibrium(params):
+    ts = jnp.linspace(0.0, 30.0, 7)
+    run = ebm.integrate(params, years=30.0, saveat=diffrax.SaveAt(ts=ts))
+    assert run.Ts.shape == (7, 60)
+    np.testing.assert_allclose(run.ts, ts)
+    np.testing.assert_allclose(run.Ts[0], ebm.present_day_profile(ebm.Grid()))
+    np.testing.assert_allclose(run.Ts[-1], run.T)
+    distance = jnp.max(jnp.abs(run.Ts - ebm.equilibrium(params).T[None, :]), axis=1)
+    assert bool(jnp.all(jnp.diff(distance[2:]) < 0))
+    assert float(run.global_mean) == pytest.approx(
+        float(run.Ts[-1] @ ebm.Grid().area_weights)
+    )
+
+
+def test_failed_integration_is_reported(params):
+    run = ebm.integrate(params, years=10.0, max_steps=4, throw=False)
+    assert run.result != diffrax.RESULTS.successful
+    with pytest.raises(Exception, match="maximum number of solver steps"):
+        ebm.integrate(params, years=10.0, max_steps=4)

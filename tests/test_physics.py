@@ -1,0 +1,103 @@
+import hypothesis.extra.numpy as hnp
+import hypothesis.strategies as st
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from hypothesis import given, settings
+
+import ebm
+from ebm._constants import EARTH_RADIUS, PETAWATT
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    n_lat=st.sampled_from([2, 3, 7, 60, 201]),
+    D=st.floats(0.0, 5.0),
+    data=st.data(),
+)
+def test_diffusion_conserves_energy(n_lat, D, data):
+    grid = ebm.Grid(n_lat)
+    T = data.draw(
+        hnp.arrays(np.float64, n_lat, elements=st.floats(-80.0, 60.0, width=64))
+    )
+    model = ebm.EnergyBalanceModel(grid=grid)
+    convergence = model.heat_convergence(jnp.asarray(T), ebm.Params(D=D))
+    scale = max(1.0, float(jnp.max(jnp.abs(convergence))))
+    assert abs(float(grid.global_mean(convergence))) <= 1e-13 * scale
+
+
+def test_no_heat_flux_through_poles_and_transport_consistent():
+    model = ebm.EnergyBalanceModel()
+    params = ebm.Params()
+    T = ebm.present_day_profile(model.grid) + 3.0 * model.grid.sin_lat
+    transport = model.heat_transport(T, params)
+    assert float(transport[0]) == 0.0 == float(transport[-1])
+    # Convergence in a cell is the transport into it over the cell's area.
+    area = 4 * np.pi * EARTH_RADIUS**2 * model.grid.area_weights
+    inflow = -jnp.diff(transport) * PETAWATT / area
+    np.testing.assert_allclose(inflow, model.heat_convergence(T, params), rtol=1e-12)
+
+
+def test_hemispheric_symmetry():
+    model = ebm.EnergyBalanceModel()
+    params = ebm.Params()
+    T = ebm.present_day_profile(model.grid)
+    budget = model.energy_budget(T, params)
+    np.testing.assert_allclose(budget, budget[::-1], rtol=0, atol=1e-10)
+    equilibrium = ebm.equilibrium(params)
+    np.testing.assert_allclose(equilibrium.T, equilibrium.T[::-1], atol=1e-9)
+    transport = model.heat_transport(equilibrium.T, params)
+    np.testing.assert_allclose(transport, -transport[::-1], atol=1e-9)
+    assert float(transport[45]) > 0  # poleward in the north
+
+
+def test_insolation_global_mean_tends_to_quarter_solar_constant():
+    params = ebm.Params()
+    errors = []
+    for n_lat in (30, 60, 120):
+        model = ebm.EnergyBalanceModel(grid=ebm.Grid(n_lat))
+        mean = model.global_mean(model.insolation(params, model.grid))
+        errors.append(abs(float(mean) - float(params.S0) / 4))
+    assert errors[1] < 0.1 and errors[2] < errors[1] / 3.5  # second order
+
+
+def test_smooth_albedo_tends_to_step():
+    model = ebm.EnergyBalanceModel()
+    T = jnp.linspace(-40, 30, 60)
+    for width in (1.0, 0.1, 0.01):
+        params = ebm.Params(ice_width=width)
+        albedo = model.albedo(T, params, model.grid)
+        warm = params.a0 + params.a2 * 0.5 * (3 * model.grid.sin_lat**2 - 1)
+        away = jnp.abs(T - params.Tf) > 20 * width
+        step = jnp.where(T < params.Tf, params.ai, warm)
+        np.testing.assert_allclose(albedo[away], step[away], atol=1e-12)
+        assert bool(jnp.all((albedo >= 0) & (albedo <= 1)))
+
+
+def test_swapping_one_term():
+    class CubicLongwave(ebm.AbstractLongwave):
+        def __call__(self, T, params, grid):
+            del grid
+            return params.A + params.B * T + 1e-5 * T**3
+
+    params = ebm.Params()
+    default = ebm.equilibrium(params)
+    swapped = ebm.equilibrium(
+        params, model=ebm.EnergyBalanceModel(longwave=CubicLongwave())
+    )
+    assert bool(swapped.converged) and bool(swapped.stable)
+    assert float(swapped.residual) < 1e-9
+    # More longwave cooling at warm temperatures: a cooler tropics.
+    assert float(swapped.T[30]) < float(default.T[30])
+
+
+def test_ice_edge_diagnostic():
+    grid = ebm.Grid(60)
+    params = ebm.Params()
+    lat = grid.lat
+    assert float(ebm.ice_edge(jnp.full(60, 20.0), params, grid)) == 90.0
+    assert float(ebm.ice_edge(jnp.full(60, -40.0), params, grid)) == 0.0
+    # A profile crossing Tf exactly half-way between two centres.
+    T = params.Tf + (60.0 - jnp.abs(lat)) / 3.0 + 0.5
+    edge = float(ebm.ice_edge(T, params, grid))
+    assert edge == pytest.approx(61.5, abs=1e-9)
