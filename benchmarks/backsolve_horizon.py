@@ -63,7 +63,9 @@ def main():
         for multiple in multiples:
             years = multiple * tau
             start = time.perf_counter()
-            reference = gradient(params, model, years, diffrax.RecursiveCheckpointAdjoint())
+            reference = gradient(
+                params, model, years, diffrax.RecursiveCheckpointAdjoint()
+            )
             backsolve = gradient(params, model, years, resolve_adjoint("backsolve"))
             error = relative_difference(backsolve, reference)
             rows.append(

@@ -102,12 +102,16 @@ class TridiagonalPreconditionedGMRES(lx.AbstractLinearSolver[_KrylovState]):
     - `rtol`, `atol`: GMRES tolerances on the preconditioned system.
     - `restart`: GMRES restart length.
     - `max_steps`: GMRES iteration limit (`None`: lineax's default, `10 n`).
+    - `accept_rtol`: a solve that stopped short of `rtol` (stagnation, on grids so
+        fine that rounding dominates) still succeeds if its preconditioned residual
+        is below `accept_rtol` times the solution's size.
     """
 
     rtol: float = 1e-11
     atol: float = 1e-11
     restart: int = 20
     max_steps: int | None = None
+    accept_rtol: float = 1e-6
 
     def init(self, operator: lx.AbstractLinearOperator, options: dict):
         del options
@@ -144,6 +148,14 @@ class TridiagonalPreconditionedGMRES(lx.AbstractLinearSolver[_KrylovState]):
         )
         rhs = preconditioner.solve(vector / scale)
         solution, result, stats = gmres.compute(gmres.init(preconditioned, {}), rhs, {})
+        # On very fine grids the Jacobian's condition number (~ 4 D / (B dlat^2), 1e9
+        # at 100,000 cells) puts a floor of ~eps * cond under any residual, and GMRES
+        # stagnates above `rtol`. A solution whose preconditioned residual is within
+        # `accept_rtol` of its size is as good as the conditioning allows: accept it.
+        residual = rhs - preconditioned.mv(solution)
+        size = jnp.maximum(jnp.max(jnp.abs(solution)), jnp.finfo(solution.dtype).tiny)
+        accurate = jnp.max(jnp.abs(residual)) <= self.accept_rtol * size
+        result = lx.RESULTS.where(accurate, lx.RESULTS.successful, result)
         return solution * scale, result, stats
 
     def transpose(self, state: _KrylovState, options: dict):
