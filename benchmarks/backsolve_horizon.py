@@ -9,7 +9,8 @@ and under RecursiveCheckpointAdjoint, and records their largest relative differe
 `ebm.integrate` refuses backsolve beyond `ebm._integrate.BACKSOLVE_HORIZON` tau, the
 longest horizon where the difference stayed below 1e-4 at every resolution.
 
-Writes benchmarks/results/backsolve_horizon.json. Run: python benchmarks/backsolve_horizon.py
+Writes benchmarks/results/backsolve_horizon.json.
+Run: python benchmarks/backsolve_horizon.py
 """
 
 import json
@@ -78,8 +79,9 @@ def main():
                 )
             )
             print(
-                f"n_lat={n_lat:4d} horizon={multiple:4d} tau ({years * 365.2422:8.2f} d)"
-                f" relative difference {error:.2e} ({time.perf_counter() - start:.1f} s)"
+                f"n_lat={n_lat:4d} horizon={multiple:4d} tau "
+                f"({years * 365.2422:8.2f} d) relative difference {error:.2e} "
+                f"({time.perf_counter() - start:.1f} s)"
             )
     RESULTS.mkdir(exist_ok=True)
     path = RESULTS / "backsolve_horizon.json"

@@ -24,7 +24,9 @@ print("d(global mean)/d(parameter):")
 for name in ebm.Params.field_names():
     print(f"  {name:12s} {float(getattr(gradient, name)): .6e}")
 
-from ebm._plot import plot_equilibrium  # noqa: E402  (matplotlib only when plotting)
+# matplotlib is imported only when a plot is asked for.
+from ebm._plot import plot_equilibrium  # noqa: E402
+
 
 plot_equilibrium(state, params, "quickstart.png")
 print("wrote quickstart.png")

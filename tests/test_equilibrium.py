@@ -3,9 +3,9 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from helpers import assert_gradient_matches_fd, replace
 
 import ebm
+from helpers import assert_gradient_matches_fd, replace
 
 
 NAMES = ebm.Params.field_names()

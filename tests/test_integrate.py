@@ -4,10 +4,10 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from helpers import assert_gradient_matches_fd
 
 import ebm
 from ebm._integrate import BACKSOLVE_HORIZON, fastest_time_scale
+from helpers import assert_gradient_matches_fd
 
 
 NAMES = ebm.Params.field_names()

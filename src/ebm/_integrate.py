@@ -14,12 +14,12 @@ which forms the stage Jacobian densely: fine up to a few thousand cells.)
 
 How gradients are computed is the `adjoint` (diffrax's term):
 
-| name | diffrax adjoint | transformations | memory in steps N |
-|---|---|---|---|
-| `"recursive"` | `RecursiveCheckpointAdjoint()` | `grad`, `vjp` | O(log N) checkpoints |
-| `"direct"` | `DirectAdjoint()` | `grad`, `jvp`, `jacfwd` | O(N) |
-| `"forward"` | `ForwardMode()` | `jvp`, `jacfwd` | O(1) |
-| `"backsolve"` | `BacksolveAdjoint(solver=Kvaerno5())` | `grad` (short runs only) | O(1) |
+- `"recursive"`: `RecursiveCheckpointAdjoint()`; `grad`, `vjp`; O(log N)
+    checkpoints for N steps.
+- `"direct"`: `DirectAdjoint()`; `grad`, `jvp`, `jacfwd`; more memory.
+- `"forward"`: `ForwardMode()`; `jvp`, `jacfwd`; O(1) memory.
+- `"backsolve"`: `BacksolveAdjoint(solver=Kvaerno5())`; `grad`, short runs only;
+    O(1) memory.
 
 `BacksolveAdjoint` rebuilds the state by integrating the model backwards in time,
 which for a diffusive model is the ill-posed backward heat equation: rounding errors
@@ -221,7 +221,7 @@ def _integrate(
             years > horizon,
             "adjoint='backsolve' integrates the model backwards in time, which is "
             "unstable for diffusion; its gradient is only accurate to 1e-4 for runs "
-            f"shorter than {BACKSOLVE_HORIZON} x C dlat^2 / (4 D) (about 10 days at "
+            f"shorter than {BACKSOLVE_HORIZON} x C dlat^2 / (4 D) (about 12 days at "
             "the default 60 cells). Use adjoint='recursive' for longer runs.",
         )
     solution = diffrax.diffeqsolve(

@@ -63,7 +63,7 @@ def ice_edge(T: Temperature, params: Params, grid: Grid) -> Scalar:
 
 
 def present_day_profile(grid: Grid) -> Temperature:
-    """climlab's initial profile, `12 - 40 P2(sin lat)` degC: polar ice, warm tropics."""
+    """climlab's start `12 - 40 P2(sin lat)`, degC: polar ice, warm tropics."""
     return 12.0 - 40.0 * legendre_p2(grid.sin_lat)
 
 

@@ -30,7 +30,7 @@ from ._custom_types import Scalar
 
 
 class TridiagonalMatrix(eqx.Module):
-    """A tridiagonal matrix by its diagonals: `lower[i] = A[i+1, i]`, `upper[i] = A[i, i+1]`."""
+    """A tridiagonal matrix: `lower[i] = A[i+1, i]`, `upper[i] = A[i, i+1]`."""
 
     diagonal: Float[Array, " n"]
     lower: Float[Array, " n-1"]
@@ -41,7 +41,7 @@ class TridiagonalMatrix(eqx.Module):
         return TridiagonalMatrix(shift - self.diagonal, -self.lower, -self.upper)
 
     def solve(self, vector: Float[Array, " n"]) -> Float[Array, " n"]:
-        """`A^{-1} vector` by Gaussian elimination with partial pivoting (LAPACK gtsv)."""
+        """`A^{-1} vector` by Gaussian elimination with partial pivoting (gtsv)."""
         zero = jnp.zeros(1, self.diagonal.dtype)
         return jax.lax.linalg.tridiagonal_solve(
             jnp.concatenate([zero, self.lower]),
@@ -88,7 +88,8 @@ class _KrylovState(eqx.Module):
 class TridiagonalPreconditionedGMRES(lx.AbstractLinearSolver[_KrylovState]):
     """GMRES on the Jacobian-vector operator, preconditioned by its tridiagonal part.
 
-    Matrix-free: `init` probes the operator's tridiagonal part with three products; `compute` runs `lineax.GMRES` on the left-preconditioned system
+    Matrix-free: `init` probes the operator's tridiagonal part with three products;
+    `compute` runs `lineax.GMRES` on the left-preconditioned system
     `P^{-1} A x = P^{-1} b`, with `b` scaled to unit max-norm, so that the tolerances
     are relative and measured in the units of the solution. For the default model
     `P = A` and GMRES converges in one iteration; for a non-local user term it takes

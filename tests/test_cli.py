@@ -1,0 +1,61 @@
+import json
+import pathlib
+import subprocess
+import sys
+
+import pytest
+
+from ebm._cli import main
+
+
+ROOT = pathlib.Path(__file__).parents[1]
+
+
+def test_equilibrium_json(capsys, tmp_path):
+    plot = tmp_path / "profile.png"
+    assert main(["equilibrium", "--D", "0.4", "--json", "--plot", str(plot)]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["params"]["D"] == 0.4
+    assert report["stable"] and report["residual_W_m2"] < 1e-9
+    assert 0 < report["ice_edge_degN"] < 90
+    assert report["d_global_mean_d"]["D"] > 0  # more transport warms the poles' ice
+    assert plot.stat().st_size > 10_000
+
+
+def test_equilibrium_text(capsys):
+    assert main(["equilibrium", "--no-plot", "--start", "cold"]) == 0
+    out = capsys.readouterr().out
+    assert "global mean temperature" in out and "d/dD" in out
+
+
+@pytest.mark.parametrize(
+    "argv, expected",
+    [
+        (["equilibrium", "--no-plot", "--B", "0"], "`B` must be > 0"),
+        (["equilibrium", "--no-plot", "--n-lat", "1"], "`n_lat` must be an integer"),
+    ],
+)
+def test_bad_values_give_one_line(capsys, argv, expected):
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert expected in err and err.count("\n") == 1
+
+
+def test_bad_choice_is_a_usage_error(capsys):
+    with pytest.raises(SystemExit) as info:
+        main(["equilibrium", "--start", "tropical"])
+    assert info.value.code == 2
+    assert "invalid choice" in capsys.readouterr().err
+
+
+def test_quickstart_example_runs(tmp_path):
+    result = subprocess.run(
+        [sys.executable, str(ROOT / "examples" / "quickstart.py")],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert result.returncode == 0, result.stderr
+    assert "d(global mean)/d(parameter)" in result.stdout
+    assert (tmp_path / "quickstart.png").exists()
