@@ -80,6 +80,32 @@ def probe_tridiagonal(
     return TridiagonalMatrix(diagonal, lower, upper)
 
 
+def probe_operator(
+    operator: lx.AbstractLinearOperator, solver: str
+) -> TridiagonalMatrix:
+    """The tridiagonal part of a square operator on one 1-d array.
+
+    **Raises:**
+
+    - `ValueError`: naming `solver`, for any other operator.
+    """
+    structure = operator.in_structure()
+    if (
+        not isinstance(structure, jax.ShapeDtypeStruct)
+        or len(structure.shape) != 1
+        or operator.out_structure() != structure
+    ):
+        raise ValueError(
+            f"{solver} solves square systems for a single 1-d array, got an operator "
+            f"from {structure} to {operator.out_structure()}. For augmented states, "
+            "such as the backward pass of diffrax.BacksolveAdjoint, give that pass a "
+            "solver of its own, e.g. BacksolveAdjoint(solver=diffrax.Kvaerno5())."
+        )
+    return probe_tridiagonal(
+        lx.linearise(operator).mv, structure.shape[0], structure.dtype
+    )
+
+
 class _KrylovState(eqx.Module):
     operator: lx.AbstractLinearOperator
     preconditioner: TridiagonalMatrix
@@ -116,20 +142,9 @@ class TridiagonalPreconditionedGMRES(lx.AbstractLinearSolver[_KrylovState]):
 
     def init(self, operator: lx.AbstractLinearOperator, options: dict):
         del options
-        structure = operator.in_structure()
-        if not isinstance(structure, jax.ShapeDtypeStruct) or len(structure.shape) != 1:
-            raise ValueError(
-                "TridiagonalPreconditionedGMRES solves for a single 1-d array, got "
-                f"an operator on {structure}."
-            )
-        if operator.in_structure() != operator.out_structure():
-            raise ValueError("TridiagonalPreconditionedGMRES needs a square operator.")
         # The state keeps the operator unlinearised: a linearised one holds a jaxpr,
         # which callers such as diffrax's chord iteration cannot `stop_gradient`.
-        preconditioner = probe_tridiagonal(
-            lx.linearise(operator).mv, structure.shape[0], structure.dtype
-        )
-        return _KrylovState(operator, preconditioner)
+        return _KrylovState(operator, probe_operator(operator, type(self).__name__))
 
     def compute(self, state: _KrylovState, vector: PyTree[Array], options: dict):
         del options
@@ -186,17 +201,7 @@ class ProbedTridiagonal(lx.AbstractLinearSolver[TridiagonalMatrix]):
 
     def init(self, operator: lx.AbstractLinearOperator, options: dict):
         del options
-        structure = operator.in_structure()
-        if not isinstance(structure, jax.ShapeDtypeStruct) or len(structure.shape) != 1:
-            raise ValueError(
-                "ProbedTridiagonal solves for a single 1-d array, got an operator on "
-                f"{structure}. For augmented states, such as the backward pass of "
-                "diffrax.BacksolveAdjoint, give that pass a solver of its own, e.g. "
-                "BacksolveAdjoint(solver=diffrax.Kvaerno5())."
-            )
-        return probe_tridiagonal(
-            lx.linearise(operator).mv, structure.shape[0], structure.dtype
-        )
+        return probe_operator(operator, type(self).__name__)
 
     def compute(self, state: TridiagonalMatrix, vector, options: dict):
         del options
