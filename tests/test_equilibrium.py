@@ -67,6 +67,20 @@ def test_equilibrium_is_where_integration_goes(start, ice_width):
     np.testing.assert_allclose(state.T, run.T, rtol=0, atol=1e-6)
 
 
+@pytest.mark.parametrize(
+    "S0, start", [(1300.0, "present"), (1340.0, "warm"), (1355.0, "warm")]
+)
+def test_sharp_ice_edge_passes_unstable_states(S0, start):
+    # With a 0.25 K ice-albedo transition the way from these starts crosses states
+    # whose Jacobian has unstable directions; plain pseudo-transient continuation
+    # stalls there or lands on a saddle.
+    params = ebm.Params(S0=S0, ice_width=0.25)
+    state = ebm.equilibrium(params, start=start)
+    run = _long_run(params, start, ebm.Grid(60))
+    assert bool(state.stable) and int(state.restarts) == 0
+    np.testing.assert_allclose(state.T, run.T, rtol=0, atol=1e-6)
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("n_lat", [90, 180, 360, 1000])
 @pytest.mark.parametrize("ice_width", [0.25, 1.0, 5.0])

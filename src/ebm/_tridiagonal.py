@@ -53,14 +53,62 @@ class TridiagonalMatrix(eqx.Module):
     def transpose(self) -> "TridiagonalMatrix":
         return TridiagonalMatrix(self.diagonal, self.upper, self.lower)
 
+    def _symmetrised_off_diagonal(self):
+        return jnp.sqrt(jnp.maximum(self.lower * self.upper, 0.0))
+
+    def count_eigenvalues_above(self, x) -> Array:
+        """How many eigenvalues of the symmetrised matrix exceed `x` (Sturm count).
+
+        One O(n) pass of the LDL^T pivots of `A - x I`: by Sylvester's law of
+        inertia, each positive pivot is an eigenvalue above `x`.
+        """
+        off_squared = self._symmetrised_off_diagonal() ** 2
+        tiny = jnp.finfo(self.diagonal.dtype).tiny
+
+        def pivot(previous, entry):
+            diagonal, coupling = entry
+            current = diagonal - x - coupling / previous
+            current = jnp.where(current == 0, tiny, current)
+            return current, current > 0
+
+        couplings = jnp.concatenate([jnp.zeros(1, off_squared.dtype), off_squared])
+        _, positive = jax.lax.scan(
+            pivot, jnp.array(jnp.inf, self.diagonal.dtype), (self.diagonal, couplings)
+        )
+        return jnp.sum(positive)
+
+    def leading_eigenvalue_bound(self, iterations: int = 12) -> Scalar:
+        """An upper bound on the largest eigenvalue if it is positive, else zero.
+
+        Zero when no eigenvalue is positive (one Sturm count); otherwise bisection
+        between 0 and the Gershgorin bound, returning the upper end of the bracket,
+        within `2^-iterations` of the Gershgorin bound above the eigenvalue.
+        """
+        off = self._symmetrised_off_diagonal()
+        zero = jnp.zeros(1, off.dtype)
+        gershgorin = jnp.max(
+            self.diagonal + jnp.concatenate([zero, off]) + jnp.concatenate([off, zero])
+        )
+
+        def bisect():
+            def halve(_, bracket):
+                low, high = bracket
+                middle = 0.5 * (low + high)
+                above = self.count_eigenvalues_above(middle) > 0
+                return jnp.where(above, middle, low), jnp.where(above, high, middle)
+
+            start = (jnp.zeros((), off.dtype), gershgorin)
+            return jax.lax.fori_loop(0, iterations, halve, start)[1]
+
+        any_positive = self.count_eigenvalues_above(0.0) > 0
+        return jax.lax.cond(any_positive, bisect, lambda: jnp.zeros((), off.dtype))
+
     def leading_eigenvalue(self) -> Scalar:
         """Largest eigenvalue of the symmetrised matrix (see the module docstring)."""
-        product = jnp.maximum(self.lower * self.upper, 0.0)
-        off_diagonal = jnp.sqrt(product)
         n = self.diagonal.shape[0]
         return eigh_tridiagonal(
             self.diagonal,
-            off_diagonal,
+            self._symmetrised_off_diagonal(),
             eigvals_only=True,
             select="i",
             select_range=(n - 1, n - 1),
