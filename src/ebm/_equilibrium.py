@@ -194,19 +194,18 @@ def equilibrium(
     if throw:
         T = result.error_if(T, result != optx.RESULTS.successful)
 
-    frozen = jax.lax.stop_gradient((T, params))
-    jacobian = probe_tridiagonal(
-        jax.linearize(lambda x: model.energy_budget(x, frozen[1]), frozen[0])[1],
-        grid.n_lat,
-        T.dtype,
+    T_frozen, params_frozen = jax.lax.stop_gradient((T, params))
+    budget, linear = jax.linearize(
+        lambda x: model.energy_budget(x, params_frozen), T_frozen
     )
+    jacobian = probe_tridiagonal(linear, grid.n_lat, T.dtype)
     leading_eigenvalue = jacobian.leading_eigenvalue()
     return Equilibrium(
         T=T,
         lat=grid.lat,
         global_mean=grid.global_mean(T),
         ice_edge=model.ice_edge(T, params),
-        residual=jnp.max(jnp.abs(model.energy_budget(frozen[0], frozen[1]))),
+        residual=jnp.max(jnp.abs(budget)),
         leading_eigenvalue=leading_eigenvalue,
         stable=leading_eigenvalue < 0,
         result=result,
