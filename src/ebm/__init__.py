@@ -13,6 +13,14 @@ import jax
 
 jax.config.update("jax_enable_x64", True)
 
+from ._checkpoint import (  # noqa: E402
+    AbstractCheckpoint as AbstractCheckpoint,
+    BinomialCheckpoint as BinomialCheckpoint,
+    NestedCheckpoint as NestedCheckpoint,
+    NoCheckpoint as NoCheckpoint,
+    RecursiveCheckpoint as RecursiveCheckpoint,
+    StepCheckpoint as StepCheckpoint,
+)
 from ._equilibrium import (  # noqa: E402
     Equilibrium as Equilibrium,
     equilibrium as equilibrium,
@@ -21,6 +29,11 @@ from ._grid import Grid as Grid  # noqa: E402
 from ._integrate import (  # noqa: E402
     Trajectory as Trajectory,
     integrate as integrate,
+    integrate_fixed as integrate_fixed,
+)
+from ._memory import (  # noqa: E402
+    CompiledMemory as CompiledMemory,
+    compiled_memory as compiled_memory,
 )
 from ._model import (  # noqa: E402
     EnergyBalanceModel as EnergyBalanceModel,
@@ -40,6 +53,12 @@ from ._physics.longwave import LinearLongwave as LinearLongwave  # noqa: E402
 from ._physics.transport import DiffusiveTransport as DiffusiveTransport  # noqa: E402
 from ._pseudo_transient import (  # noqa: E402
     PseudoTransientContinuation as PseudoTransientContinuation,
+)
+from ._stepper import (  # noqa: E402
+    AbstractStepper as AbstractStepper,
+    ExplicitEuler as ExplicitEuler,
+    IMEXEuler as IMEXEuler,
+    LinearlyImplicitEuler as LinearlyImplicitEuler,
 )
 from ._tridiagonal import (  # noqa: E402
     ProbedTridiagonal as ProbedTridiagonal,

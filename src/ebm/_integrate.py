@@ -31,14 +31,17 @@ refuses longer runs under it.
 
 import diffrax
 import equinox as eqx
+import jax.numpy as jnp
 from jaxtyping import Array, Float, Int
 
+from ._checkpoint import resolve_checkpoint
 from ._constants import SECONDS_PER_YEAR
 from ._custom_types import Scalar, Temperature
 from ._equilibrium import initial_profile, resolve_model
 from ._grid import Grid
 from ._model import EnergyBalanceModel
 from ._params import Params
+from ._stepper import resolve_stepper
 from ._tridiagonal import ProbedTridiagonal
 
 
@@ -253,4 +256,107 @@ def _integrate(
         Ts=Ts,
         result=solution.result,
         num_steps=solution.stats["num_steps"],
+    )
+
+
+class RESULTS(diffrax.RESULTS):  # pyright: ignore[reportGeneralTypeIssues]
+    nonfinite_state = (
+        "The temperature became non-finite during a fixed-step run: the step is too "
+        "large for the stepper (try IMEXEuler, or a smaller dt)."
+    )
+
+
+def _fixed_step(index, T, args):
+    model, stepper, params, stepper_state, dt = args
+    t = index.astype(T.dtype) * dt
+    return stepper.step(model, stepper_state, t, T, params, dt)
+
+
+def integrate_fixed(
+    params: Params,
+    *,
+    dt,
+    steps: int,
+    grid: Grid | None = None,
+    model: EnergyBalanceModel | None = None,
+    T0=None,
+    stepper="imex",
+    checkpoint="sqrt",
+    throw: bool = True,
+) -> Trajectory:
+    """Integrate the model for `steps` fixed steps of `dt` years.
+
+    The loop is a `lax.scan` (or, for the reverse-mode-only schedules, a custom
+    backward pass), and `checkpoint` decides what reverse mode stores and recomputes:
+    see `ebm.AbstractCheckpoint` and the README's "Choosing an adjoint".
+
+    **Arguments:**
+
+    - `params`: the physical parameters.
+    - `dt`: the step, years (> 0).
+    - `steps`: how many steps (a Python integer >= 1; the run lasts `steps * dt`).
+    - `grid`, `model`: as for `ebm.equilibrium` (give one at most).
+    - `T0`: initial profile, as for `ebm.integrate` (default `"present"`).
+    - `stepper`: `"imex"` (default; diffusion implicit, unconditionally stable),
+        `"explicit"` (forward Euler, for steps below the diffusive limit),
+        `"implicit"` (linearly implicit Euler), or an `ebm.AbstractStepper`.
+    - `checkpoint`: the reverse-mode schedule: `"none"`, `"step"`, `"sqrt"`
+        (default), `("nested", levels)`, `("binomial", checkpoints)`, `"recursive"`
+        or `("recursive", checkpoints)` (diffrax's `RecursiveCheckpointAdjoint`), or
+        an `ebm.AbstractCheckpoint` (e.g. with a `policy=`).
+    - `throw`: raise if the state becomes non-finite (default), else return the
+        failure in `result`.
+
+    **Returns:**
+
+    An `ebm.Trajectory` of the final state (`ts`, `Ts` are `None`).
+
+    **Raises:**
+
+    - `ValueError`: for a bad `dt`, `steps`, `T0`, `stepper` or `checkpoint`.
+    - `EquinoxRuntimeError`: for `stepper="explicit"` above its stability limit, and
+        (with `throw=True`) when the state becomes non-finite.
+    """
+    model = resolve_model(model, grid)
+    if isinstance(steps, bool) or not isinstance(steps, int) or steps < 1:
+        raise ValueError(f"`steps` must be an integer >= 1, got {steps!r}.")
+    if isinstance(dt, (int, float)) and not 0 < dt < float("inf"):
+        raise ValueError(f"`dt` must be positive and finite (years), got {dt}.")
+    T0 = initial_profile("present" if T0 is None else T0, params, model.grid, "T0")
+    stepper = resolve_stepper(stepper)
+    checkpoint = resolve_checkpoint(checkpoint)
+    try:
+        return _integrate_fixed(
+            params, dt, steps, model, T0, stepper, checkpoint, throw
+        )
+    except TypeError as error:
+        if "jvp" in str(error) or "forward-mode" in str(error):
+            raise ValueError(
+                f"checkpoint={type(checkpoint).__name__} supports reverse mode "
+                "(jax.grad, jax.vjp) only; for forward mode (jax.jvp, jax.jacfwd) "
+                "use checkpoint='none', 'step', 'sqrt' or ('nested', k)."
+            ) from error
+        raise
+
+
+@eqx.filter_jit
+def _integrate_fixed(
+    params, dt, steps, model, T0, stepper, checkpoint, throw
+) -> Trajectory:
+    stepper_state = stepper.init(model, params, T0, dt)
+    args = (model, stepper, params, stepper_state, dt)
+    T = checkpoint.loop(_fixed_step, T0, args, steps)
+    finite = jnp.all(jnp.isfinite(T))
+    result = RESULTS.where(finite, RESULTS.successful, RESULTS.nonfinite_state)
+    if throw:
+        T = result.error_if(T, jnp.logical_not(finite))
+    return Trajectory(
+        T=T,
+        lat=model.grid.lat,
+        global_mean=model.grid.global_mean(T),
+        ice_edge=model.ice_edge(T, params),
+        ts=None,
+        Ts=None,
+        result=result,
+        num_steps=jnp.asarray(steps),
     )
