@@ -22,8 +22,14 @@ Which figures mean what:
     backend reports nothing.
 """
 
+import statistics
+import time
+
 import equinox as eqx
 import jax
+
+from ._integrate import integrate_fixed
+from ._params import Params
 
 
 class CompiledMemory(eqx.Module):
@@ -39,6 +45,26 @@ class CompiledMemory(eqx.Module):
     @property
     def temporary_megabytes(self) -> float:
         return self.temporary_bytes / 1e6
+
+    @staticmethod
+    def of(compiled: jax.stages.Compiled) -> "CompiledMemory":
+        """The figures of an executable from `jax.jit(fn).lower(...).compile()`."""
+        memory = compiled.memory_analysis()
+        try:
+            costs = compiled.cost_analysis()
+        except NotImplementedError:
+            costs = None
+        if isinstance(costs, list):
+            costs = costs[0] if costs else None
+        flops = None if not costs or "flops" not in costs else float(costs["flops"])
+        return CompiledMemory(
+            temporary_bytes=int(memory.temp_size_in_bytes),
+            argument_bytes=int(memory.argument_size_in_bytes),
+            output_bytes=int(memory.output_size_in_bytes),
+            generated_code_bytes=int(memory.generated_code_size_in_bytes),
+            host_temporary_bytes=int(getattr(memory, "host_temp_size_in_bytes", 0)),
+            flops=flops,
+        )
 
 
 def compiled_memory(fn, *args, **kwargs) -> CompiledMemory:
@@ -63,20 +89,129 @@ def compiled_memory(fn, *args, **kwargs) -> CompiledMemory:
         args, kwargs = eqx.combine(dynamic, static)
         return fn(*args, **kwargs)
 
-    compiled = jax.jit(call).lower(dynamic).compile()
-    memory = compiled.memory_analysis()
-    try:
-        costs = compiled.cost_analysis()
-    except NotImplementedError:
-        costs = None
-    if isinstance(costs, list):
-        costs = costs[0] if costs else None
-    flops = None if not costs or "flops" not in costs else float(costs["flops"])
-    return CompiledMemory(
-        temporary_bytes=int(memory.temp_size_in_bytes),
-        argument_bytes=int(memory.argument_size_in_bytes),
-        output_bytes=int(memory.output_size_in_bytes),
-        generated_code_bytes=int(memory.generated_code_size_in_bytes),
-        host_temporary_bytes=int(getattr(memory, "host_temp_size_in_bytes", 0)),
-        flops=flops,
+    return CompiledMemory.of(jax.jit(call).lower(dynamic).compile())
+
+
+DEFAULT_SCHEDULES = (
+    "none",
+    "step",
+    "sqrt",
+    ("nested", 3),
+    ("nested", 4),
+    ("binomial", 8),
+    ("binomial", 32),
+    "recursive",
+    ("recursive", 8),
+)
+
+
+def schedule_name(checkpoint) -> str:
+    """A short label: `"sqrt"`, `"binomial-8"`, `"recursive-default"`, ..."""
+    if isinstance(checkpoint, tuple):
+        return f"{checkpoint[0]}-{checkpoint[1]}"
+    if checkpoint == "recursive":
+        return "recursive-default"
+    return str(checkpoint)
+
+
+def _timed(compiled, params, repeats: int) -> float:
+    jax.block_until_ready(compiled(params))
+    times = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        jax.block_until_ready(compiled(params))
+        times.append(time.perf_counter() - start)
+    return statistics.median(times)
+
+
+def memory_table(
+    steps=(1_000, 4_000, 16_000, 64_000),
+    schedules=DEFAULT_SCHEDULES,
+    *,
+    params=None,
+    dt: float = 5.0 / 365.25,
+    stepper="imex",
+    repeats: int = 5,
+    max_timed_bytes: int = 4 * 10**9,
+    progress=print,
+) -> list[dict]:
+    """Memory and time of the forward pass and of the gradient under each schedule.
+
+    For each number of steps, the forward pass (`ebm.integrate_fixed` to the final
+    global mean) and `jax.grad` of it under every schedule are compiled; each gets
+    XLA's temporary memory and the median wall time over `repeats` runs, and both as
+    ratios to the forward pass. Gradients whose temporary memory exceeds
+    `max_timed_bytes` are compiled (which allocates nothing) but not run: their row
+    has `"seconds": None` and `"skipped"` says why.
+
+    **Arguments:**
+
+    - `steps`: the run lengths.
+    - `schedules`: `checkpoint` values for `ebm.integrate_fixed`.
+    - `params`: default `ebm.Params()`; `dt` (years), `stepper` as for
+        `ebm.integrate_fixed`.
+    - `repeats`: timed runs per entry (the median is reported).
+    - `max_timed_bytes`: the largest temporary memory that is run.
+    - `progress`: called with one line per entry (`None` for silence).
+
+    **Returns:**
+
+    A list of dicts, one per (steps, schedule), the forward pass as schedule
+    `"forward"`.
+    """
+    params = Params() if params is None else params
+    rows = []
+    for count in steps:
+
+        def loss(params, checkpoint="none", count=count):
+            run = integrate_fixed(
+                params, dt=dt, steps=count, stepper=stepper, checkpoint=checkpoint
+            )
+            return run.global_mean
+
+        forward = jax.jit(loss).lower(params).compile()
+        forward_memory = CompiledMemory.of(forward)
+        forward_seconds = _timed(forward, params, repeats)
+        entries = [("forward", forward, forward_memory)]
+        for checkpoint in schedules:
+            gradient = jax.jit(jax.grad(lambda p, c=checkpoint: loss(p, c)))
+            compiled = gradient.lower(params).compile()
+            entries.append((schedule_name(checkpoint), compiled, None))
+        for name, compiled, memory in entries:
+            memory = CompiledMemory.of(compiled) if memory is None else memory
+            row = dict(
+                steps=count,
+                schedule=name,
+                temporary_megabytes=memory.temporary_megabytes,
+                flops_per_iteration_estimate=memory.flops,
+            )
+            if memory.temporary_bytes > max_timed_bytes:
+                row |= dict(seconds=None, skipped="temporary memory over the limit")
+            else:
+                seconds = (
+                    forward_seconds
+                    if name == "forward"
+                    else _timed(compiled, params, repeats)
+                )
+                row |= dict(seconds=seconds, time_ratio=seconds / forward_seconds)
+            row["memory_ratio"] = memory.temporary_bytes / max(
+                forward_memory.temporary_bytes, 1
+            )
+            rows.append(row)
+            if progress is not None:
+                progress(format_row(row))
+    return rows
+
+
+def format_row(row: dict) -> str:
+    seconds = row.get("seconds")
+    timing = (
+        f"{seconds:9.4f} s ({row['time_ratio']:6.2f} x fwd)"
+        if seconds is not None
+        else f"not run: {row['skipped']}"
+    )
+    return (
+        f"{row['steps']:>9,d} steps  {row['schedule']:<18} "
+        f"{row['temporary_megabytes']:12.4f} MB ({row['memory_ratio']:10.1f} x fwd)  "
+        + timing
     )

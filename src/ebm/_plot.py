@@ -59,3 +59,51 @@ def plot_equilibrium(equilibrium, params, path=None, *, ax=None, label=None):
     if path is not None:
         fig.savefig(path, dpi=120)
     return fig
+
+
+def plot_memory_scaling(rows, path=None):
+    """Log-log memory against steps, one line per schedule; gradient time beside it.
+
+    **Arguments:**
+
+    - `rows`: the output of `ebm.memory_table` (or its JSON).
+    - `path`: if given, save the figure there.
+
+    **Returns:**
+
+    The matplotlib figure.
+    """
+    plt = _pyplot()
+    fig, (memory_ax, time_ax) = plt.subplots(
+        1, 2, figsize=(11, 4.5), layout="constrained"
+    )
+    schedules = list(dict.fromkeys(row["schedule"] for row in rows))
+    for schedule in schedules:
+        mine = [row for row in rows if row["schedule"] == schedule]
+        style = dict(color="black", lw=2.5) if schedule == "forward" else {}
+        steps = [row["steps"] for row in mine]
+        memory_ax.loglog(
+            steps,
+            [row["temporary_megabytes"] for row in mine],
+            "o-",
+            label=schedule,
+            **style,
+        )
+        timed = [row for row in mine if row.get("seconds") is not None]
+        time_ax.loglog(
+            [row["steps"] for row in timed],
+            [row["seconds"] for row in timed],
+            "o-",
+            label=schedule,
+            **style,
+        )
+    memory_ax.set_xlabel("steps N")
+    memory_ax.set_ylabel("XLA temporary memory (MB)")
+    memory_ax.set_title("memory of the gradient, by checkpoint schedule")
+    time_ax.set_xlabel("steps N")
+    time_ax.set_ylabel("median wall time (s)")
+    time_ax.set_title("time of the gradient")
+    memory_ax.legend(fontsize="small", ncol=2)
+    if path is not None:
+        fig.savefig(path, dpi=120)
+    return fig

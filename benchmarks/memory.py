@@ -1,0 +1,63 @@
+"""Memory and time of a gradient through a long run, under every checkpoint schedule.
+
+For N = 1,000 ... 1,000,000 five-day IMEX steps of the default 60-cell model: the
+forward pass and `jax.grad` of the final global mean under each schedule of
+`ebm.integrate_fixed` (plain, per-step, two-level sqrt, nested 3 and 4 levels,
+offline binomial with 8 and 32 checkpoints, diffrax's RecursiveCheckpointAdjoint with
+its default and with 8 checkpoints): XLA's temporary memory (MB), the median wall time
+over `--repeats` runs, and both as ratios to the forward pass. Gradients needing more
+than `--max-gb` of temporary memory are compiled but not run (said in the output).
+Writes benchmarks/results/memory.json and memory.png.
+
+Run: python benchmarks/memory.py [--steps 1000 4000 ...] [--repeats 5] [--max-gb 4]
+"""
+
+import argparse
+import json
+import pathlib
+import platform
+
+import jax
+
+import ebm
+from ebm._memory import memory_table
+from ebm._plot import plot_memory_scaling
+
+
+RESULTS = pathlib.Path(__file__).parent / "results"
+STEPS = (1_000, 4_000, 16_000, 64_000, 256_000, 1_000_000)
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--steps", type=int, nargs="+", default=STEPS)
+    parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--max-gb", type=float, default=4.0)
+    parser.add_argument("--output", type=pathlib.Path, default=RESULTS / "memory.json")
+    arguments = parser.parse_args()
+    rows = memory_table(
+        arguments.steps,
+        repeats=arguments.repeats,
+        max_timed_bytes=int(arguments.max_gb * 1e9),
+    )
+    arguments.output.parent.mkdir(parents=True, exist_ok=True)
+    record = dict(
+        benchmark="memory",
+        command="python benchmarks/memory.py "
+        + " ".join(f"--steps {' '.join(map(str, arguments.steps))}".split()),
+        model="default 60-cell EBM, IMEXEuler, dt = 5 days",
+        device=str(jax.devices()[0]),
+        platform=platform.platform(),
+        cpu_count=__import__("os").cpu_count(),
+        jax=jax.__version__,
+        ebm=ebm.__version__,
+        repeats=arguments.repeats,
+        rows=rows,
+    )
+    arguments.output.write_text(json.dumps(record, indent=2) + "\n")
+    plot_memory_scaling(rows, arguments.output.with_suffix(".png"))
+    print(f"wrote {arguments.output} and {arguments.output.with_suffix('.png')}")
+
+
+if __name__ == "__main__":
+    main()
