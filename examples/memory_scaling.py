@@ -59,7 +59,7 @@ def describe(counter: collections.Counter) -> str:
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--fast", action="store_true", help="small N, 2 repeats")
+    parser.add_argument("--fast", action="store_true", help="N = 200, 800; one run")
     parser.add_argument("--plot", default="memory_scaling.png")
     arguments = parser.parse_args()
 
@@ -68,8 +68,8 @@ def main():
         stored = describe(stored_arrays(checkpoint))
         print(f"  {schedule_name(checkpoint):<18} {stored}")
 
-    steps = (500, 2_000) if arguments.fast else (1_000, 4_000, 16_000, 64_000)
-    repeats = 2 if arguments.fast else 5
+    steps = (200, 800) if arguments.fast else (1_000, 4_000, 16_000, 64_000)
+    repeats = 1 if arguments.fast else 5
     print(f"\nMemory and time, forward pass and gradients ({repeats} runs each):")
     rows = memory_table(steps, repeats=repeats)
 

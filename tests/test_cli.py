@@ -59,3 +59,22 @@ def test_quickstart_example_runs(tmp_path):
     assert result.returncode == 0, result.stderr
     assert "d(global mean)/d(parameter)" in result.stdout
     assert (tmp_path / "quickstart.png").exists()
+
+
+def test_memory_scaling_example_runs(tmp_path):
+    result = subprocess.run(
+        [sys.executable, str(ROOT / "examples" / "memory_scaling.py"), "--fast"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert result.returncode == 0, result.stderr
+    assert "What reverse mode stores" in result.stdout
+    # The per-step schedule stores one state per step: 16 x 60 numbers at least.
+    step_line = next(
+        line for line in result.stdout.splitlines() if line.startswith("  step ")
+    )
+    assert "1 x f64[16,60]" in step_line
+    assert "At 800 steps the least memory is binomial-8" in result.stdout
+    assert (tmp_path / "memory_scaling.png").stat().st_size > 10_000

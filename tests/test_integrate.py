@@ -28,7 +28,7 @@ def _final_mean(adjoint, years=YEARS):
 
 @pytest.mark.parametrize(
     "adjoint",
-    ["recursive", "direct", diffrax.RecursiveCheckpointAdjoint(checkpoints=16)],
+    ["recursive", "direct", ("recursive", 16)],
     ids=["recursive", "direct", "recursive-16-checkpoints"],
 )
 def test_reverse_mode_matches_finite_differences(params, adjoint):

@@ -74,9 +74,18 @@ def resolve_adjoint(adjoint) -> diffrax.AbstractAdjoint:
         return adjoint
     if isinstance(adjoint, str) and adjoint in ADJOINTS:
         return ADJOINTS[adjoint]()
+    if (
+        isinstance(adjoint, tuple)
+        and len(adjoint) == 2
+        and adjoint[0] == "recursive"
+        and isinstance(adjoint[1], int)
+        and adjoint[1] >= 1
+    ):
+        # The same spelling as integrate_fixed's checkpoint=("recursive", c).
+        return diffrax.RecursiveCheckpointAdjoint(checkpoints=adjoint[1])
     raise ValueError(
-        f"`adjoint` must be one of {tuple(ADJOINTS)} or a diffrax.AbstractAdjoint "
-        f"instance, got {adjoint!r}."
+        f"`adjoint` must be one of {tuple(ADJOINTS)}, ('recursive', checkpoints) "
+        f"or a diffrax.AbstractAdjoint instance, got {adjoint!r}."
     )
 
 
@@ -142,9 +151,9 @@ def integrate(
     - `grid`, `model`: as for `ebm.equilibrium` (give one at most).
     - `T0`: initial profile, degC, shape `(n_lat,)`, or one of `"present"` (default;
         the same start as `ebm.equilibrium`), `"warm"`, `"cold"`.
-    - `adjoint`: `"recursive"` (default), `"direct"`, `"forward"`, `"backsolve"`,
-        or any `diffrax.AbstractAdjoint` instance (e.g.
-        `diffrax.RecursiveCheckpointAdjoint(checkpoints=64)`).
+    - `adjoint`: `"recursive"` (default), `("recursive", checkpoints)`,
+        `"direct"`, `"forward"`, `"backsolve"`, or any `diffrax.AbstractAdjoint`
+        instance (e.g. `diffrax.RecursiveCheckpointAdjoint(checkpoints=64)`).
     - `solver`: a diffrax solver (default: `Kvaerno5` with matrix-free stage solves;
         see the module docstring for why an implicit solver).
     - `saveat`: a `diffrax.SaveAt` (default: the final state only). Saved times fill

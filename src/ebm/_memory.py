@@ -27,6 +27,7 @@ import time
 
 import equinox as eqx
 import jax
+import numpy as np
 
 from ._integrate import integrate_fixed
 from ._params import Params
@@ -114,14 +115,15 @@ def schedule_name(checkpoint) -> str:
     return str(checkpoint)
 
 
-def _timed(compiled, params, repeats: int) -> float:
-    jax.block_until_ready(compiled(params))
+def _timed(compiled, params, repeats: int):
+    """Median wall time over `repeats` runs after a warm-up, and the output."""
+    output = jax.block_until_ready(compiled(params))
     times = []
     for _ in range(repeats):
         start = time.perf_counter()
-        jax.block_until_ready(compiled(params))
+        output = jax.block_until_ready(compiled(params))
         times.append(time.perf_counter() - start)
-    return statistics.median(times)
+    return statistics.median(times), output
 
 
 def memory_table(
@@ -139,10 +141,11 @@ def memory_table(
 
     For each number of steps, the forward pass (`ebm.integrate_fixed` to the final
     global mean) and `jax.grad` of it under every schedule are compiled; each gets
-    XLA's temporary memory and the median wall time over `repeats` runs, and both as
-    ratios to the forward pass. Gradients whose temporary memory exceeds
-    `max_timed_bytes` are compiled (which allocates nothing) but not run: their row
-    has `"seconds": None` and `"skipped"` says why.
+    XLA's temporary memory and the median wall time over `repeats` runs, both also as
+    ratios to the forward pass, and the largest difference of each gradient from the
+    first one run (relative to its largest component). Gradients whose temporary
+    memory exceeds `max_timed_bytes` are compiled (which allocates nothing) but not
+    run: their row has `"seconds": None` and `"skipped"` says why.
 
     **Arguments:**
 
@@ -171,32 +174,46 @@ def memory_table(
 
         forward = jax.jit(loss).lower(params).compile()
         forward_memory = CompiledMemory.of(forward)
-        forward_seconds = _timed(forward, params, repeats)
-        entries = [("forward", forward, forward_memory)]
+        forward_seconds, _ = _timed(forward, params, repeats)
+        forward_row = dict(
+            steps=count,
+            schedule="forward",
+            temporary_megabytes=forward_memory.temporary_megabytes,
+            memory_ratio=1.0,
+            seconds=forward_seconds,
+            time_ratio=1.0,
+        )
+        rows.append(forward_row)
+        if progress is not None:
+            progress(format_row(forward_row))
+        reference = None
         for checkpoint in schedules:
             gradient = jax.jit(jax.grad(lambda p, c=checkpoint: loss(p, c)))
             compiled = gradient.lower(params).compile()
-            entries.append((schedule_name(checkpoint), compiled, None))
-        for name, compiled, memory in entries:
-            memory = CompiledMemory.of(compiled) if memory is None else memory
+            memory = CompiledMemory.of(compiled)
             row = dict(
                 steps=count,
-                schedule=name,
+                schedule=schedule_name(checkpoint),
                 temporary_megabytes=memory.temporary_megabytes,
-                flops_per_iteration_estimate=memory.flops,
+                memory_ratio=memory.temporary_bytes
+                / max(forward_memory.temporary_bytes, 1),
             )
             if memory.temporary_bytes > max_timed_bytes:
                 row |= dict(seconds=None, skipped="temporary memory over the limit")
             else:
-                seconds = (
-                    forward_seconds
-                    if name == "forward"
-                    else _timed(compiled, params, repeats)
+                seconds, value = _timed(compiled, params, repeats)
+                value = np.array([float(leaf) for leaf in jax.tree.leaves(value)])
+                # Every schedule is exact: the first gradient run is the reference.
+                reference = value if reference is None else reference
+                difference = np.max(np.abs(value - reference)) / np.max(
+                    np.abs(reference)
                 )
-                row |= dict(seconds=seconds, time_ratio=seconds / forward_seconds)
-            row["memory_ratio"] = memory.temporary_bytes / max(
-                forward_memory.temporary_bytes, 1
-            )
+                row |= dict(
+                    seconds=seconds,
+                    time_ratio=seconds / forward_seconds,
+                    max_relative_difference=float(difference),
+                )
+            del compiled
             rows.append(row)
             if progress is not None:
                 progress(format_row(row))
@@ -205,11 +222,12 @@ def memory_table(
 
 def format_row(row: dict) -> str:
     seconds = row.get("seconds")
-    timing = (
-        f"{seconds:9.4f} s ({row['time_ratio']:6.2f} x fwd)"
-        if seconds is not None
-        else f"not run: {row['skipped']}"
-    )
+    if seconds is None:
+        timing = f"not run: {row['skipped']}"
+    else:
+        timing = f"{seconds:9.4f} s ({row['time_ratio']:6.2f} x fwd)"
+        if "max_relative_difference" in row:
+            timing += f"  diff {row['max_relative_difference']:.1e}"
     return (
         f"{row['steps']:>9,d} steps  {row['schedule']:<18} "
         f"{row['temporary_megabytes']:12.4f} MB ({row['memory_ratio']:10.1f} x fwd)  "
