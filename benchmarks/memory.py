@@ -6,14 +6,17 @@ forward pass and `jax.grad` of the final global mean under each schedule of
 offline binomial with 8 and 32 checkpoints, diffrax's RecursiveCheckpointAdjoint with
 its default and with 8 checkpoints): XLA's temporary memory (MB), the median wall time
 over `--repeats` runs, and both as ratios to the forward pass. Gradients needing more
-than `--max-gb` of temporary memory are compiled but not run (said in the output).
+than `--max-gb` of temporary memory are compiled but not run, and one whose first
+run takes over `--max-seconds` is timed by that run alone (both said in the output).
 Writes benchmarks/results/memory.json and memory.png.
 
-Run: python benchmarks/memory.py [--steps 1000 4000 ...] [--repeats 5] [--max-gb 4]
+Run: python benchmarks/memory.py [--steps 1000 ...] [--repeats 5] [--max-gb 4]
+                                 [--max-seconds 60]
 """
 
 import argparse
 import json
+import os
 import pathlib
 import platform
 
@@ -33,22 +36,26 @@ def main():
     parser.add_argument("--steps", type=int, nargs="+", default=STEPS)
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--max-gb", type=float, default=4.0)
+    parser.add_argument("--max-seconds", type=float, default=60.0)
     parser.add_argument("--output", type=pathlib.Path, default=RESULTS / "memory.json")
     arguments = parser.parse_args()
     rows = memory_table(
         arguments.steps,
         repeats=arguments.repeats,
         max_timed_bytes=int(arguments.max_gb * 1e9),
+        max_seconds=arguments.max_seconds,
     )
     arguments.output.parent.mkdir(parents=True, exist_ok=True)
     record = dict(
         benchmark="memory",
-        command="python benchmarks/memory.py "
-        + " ".join(f"--steps {' '.join(map(str, arguments.steps))}".split()),
+        command="python benchmarks/memory.py --steps "
+        + " ".join(map(str, arguments.steps))
+        + f" --repeats {arguments.repeats} --max-gb {arguments.max_gb}"
+        + f" --max-seconds {arguments.max_seconds}",
         model="default 60-cell EBM, IMEXEuler, dt = 5 days",
         device=str(jax.devices()[0]),
         platform=platform.platform(),
-        cpu_count=__import__("os").cpu_count(),
+        cpu_count=os.cpu_count(),
         jax=jax.__version__,
         ebm=ebm.__version__,
         repeats=arguments.repeats,

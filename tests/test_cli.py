@@ -48,28 +48,26 @@ def test_bad_choice_is_a_usage_error(capsys):
     assert "invalid choice" in capsys.readouterr().err
 
 
-def test_quickstart_example_runs(tmp_path):
+def _run_example(name, *args, cwd):
     result = subprocess.run(
-        [sys.executable, str(ROOT / "examples" / "quickstart.py")],
-        cwd=tmp_path,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    assert result.returncode == 0, result.stderr
-    assert "d(global mean)/d(parameter)" in result.stdout
-    assert (tmp_path / "quickstart.png").exists()
-
-
-def test_memory_scaling_example_runs(tmp_path):
-    result = subprocess.run(
-        [sys.executable, str(ROOT / "examples" / "memory_scaling.py"), "--fast"],
-        cwd=tmp_path,
+        [sys.executable, str(ROOT / "examples" / name), *args],
+        cwd=cwd,
         capture_output=True,
         text=True,
         timeout=600,
     )
     assert result.returncode == 0, result.stderr
+    return result
+
+
+def test_quickstart_example_runs(tmp_path):
+    result = _run_example("quickstart.py", cwd=tmp_path)
+    assert "d(global mean)/d(parameter)" in result.stdout
+    assert (tmp_path / "quickstart.png").exists()
+
+
+def test_memory_scaling_example_runs(tmp_path):
+    result = _run_example("memory_scaling.py", "--fast", cwd=tmp_path)
     assert "What reverse mode stores" in result.stdout
     # The per-step schedule stores one state per step: 16 x 60 numbers at least.
     step_line = next(

@@ -115,15 +115,22 @@ def schedule_name(checkpoint) -> str:
     return str(checkpoint)
 
 
-def _timed(compiled, params, repeats: int):
-    """Median wall time over `repeats` runs after a warm-up, and the output."""
+def _timed(compiled, params, repeats: int, max_seconds: float):
+    """Median wall time over `repeats` runs after a first run, the runs, the output.
+
+    When the first run takes longer than `max_seconds`, it is the only one.
+    """
+    start = time.perf_counter()
     output = jax.block_until_ready(compiled(params))
+    first = time.perf_counter() - start
+    if first > max_seconds:
+        return first, 1, output
     times = []
     for _ in range(repeats):
         start = time.perf_counter()
         output = jax.block_until_ready(compiled(params))
         times.append(time.perf_counter() - start)
-    return statistics.median(times), output
+    return statistics.median(times), repeats, output
 
 
 def memory_table(
@@ -135,6 +142,7 @@ def memory_table(
     stepper="imex",
     repeats: int = 5,
     max_timed_bytes: int = 4 * 10**9,
+    max_seconds: float = 60.0,
     progress=print,
 ) -> list[dict]:
     """Memory and time of the forward pass and of the gradient under each schedule.
@@ -155,6 +163,8 @@ def memory_table(
         `ebm.integrate_fixed`.
     - `repeats`: timed runs per entry (the median is reported).
     - `max_timed_bytes`: the largest temporary memory that is run.
+    - `max_seconds`: an entry whose first run takes longer is timed by that run
+        alone (its row has `"runs": 1`).
     - `progress`: called with one line per entry (`None` for silence).
 
     **Returns:**
@@ -174,7 +184,7 @@ def memory_table(
 
         forward = jax.jit(loss).lower(params).compile()
         forward_memory = CompiledMemory.of(forward)
-        forward_seconds, _ = _timed(forward, params, repeats)
+        forward_seconds, _, _ = _timed(forward, params, repeats, max_seconds)
         forward_row = dict(
             steps=count,
             schedule="forward",
@@ -201,7 +211,7 @@ def memory_table(
             if memory.temporary_bytes > max_timed_bytes:
                 row |= dict(seconds=None, skipped="temporary memory over the limit")
             else:
-                seconds, value = _timed(compiled, params, repeats)
+                seconds, runs, value = _timed(compiled, params, repeats, max_seconds)
                 value = np.array([float(leaf) for leaf in jax.tree.leaves(value)])
                 # Every schedule is exact: the first gradient run is the reference.
                 reference = value if reference is None else reference
@@ -210,6 +220,7 @@ def memory_table(
                 )
                 row |= dict(
                     seconds=seconds,
+                    runs=runs,
                     time_ratio=seconds / forward_seconds,
                     max_relative_difference=float(difference),
                 )
@@ -226,6 +237,8 @@ def format_row(row: dict) -> str:
         timing = f"not run: {row['skipped']}"
     else:
         timing = f"{seconds:9.4f} s ({row['time_ratio']:6.2f} x fwd)"
+        if row.get("runs") == 1:
+            timing += " (1 run)"
         if "max_relative_difference" in row:
             timing += f"  diff {row['max_relative_difference']:.1e}"
     return (
