@@ -76,3 +76,18 @@ def test_memory_scaling_example_runs(tmp_path):
     assert "1 x f64[16,60]" in step_line
     assert "At 800 steps the least memory is binomial-8" in result.stdout
     assert (tmp_path / "memory_scaling.png").stat().st_size > 10_000
+
+
+def test_fit_diffusivity_example_runs(tmp_path):
+    result = _run_example("fit_diffusivity.py", cwd=tmp_path)
+    fitted = next(line for line in result.stdout.splitlines() if "fitted D" in line)
+    assert float(fitted.split()[2]) == pytest.approx(0.3, rel=1e-6)
+    assert "converged" in fitted and "NOT" not in fitted
+    assert (tmp_path / "fit_diffusivity.png").stat().st_size > 10_000
+
+
+def test_sensitivities_example_runs(tmp_path):
+    result = _run_example("sensitivities.py", cwd=tmp_path)
+    assert "with ice-albedo feedback" in result.stdout
+    assert "(= F / B = 1.8500 K" in result.stdout
+    assert (tmp_path / "sensitivities.png").stat().st_size > 10_000

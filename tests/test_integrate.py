@@ -107,3 +107,17 @@ def test_failed_integration_is_reported(params):
     assert run.result != diffrax.RESULTS.successful
     with pytest.raises(Exception, match="maximum number of solver steps"):
         ebm.integrate(params, years=10.0, max_steps=4)
+
+
+def test_gradient_from_a_steady_state_matches_finite_differences(params):
+    # From equilibrium the state hardly moves and the controller would take steps of
+    # years, but the tangent relaxes on C / B: the default cap on the step keeps the
+    # gradient accurate.
+    start = ebm.equilibrium(params).T
+    forced = eqx.tree_at(lambda p: p.forcing, params, jnp.asarray(2.0))
+
+    def fn(params):
+        return ebm.integrate(params, years=2.0, T0=start).global_mean
+
+    gradient = jax.grad(fn)(forced)
+    assert_gradient_matches_fd(fn, forced, gradient, ("D", "B", "forcing"), rtol=1e-7)

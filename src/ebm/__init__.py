@@ -25,6 +25,14 @@ from ._equilibrium import (  # noqa: E402
     Equilibrium as Equilibrium,
     equilibrium as equilibrium,
 )
+from ._fit import (  # noqa: E402
+    FitResult as FitResult,
+    Hessian as Hessian,
+    Sensitivity as Sensitivity,
+    fit as fit,
+    hessian as hessian,
+    sensitivity as sensitivity,
+)
 from ._grid import Grid as Grid  # noqa: E402
 from ._integrate import (  # noqa: E402
     Trajectory as Trajectory,
@@ -41,7 +49,10 @@ from ._model import (  # noqa: E402
     present_day_profile as present_day_profile,
 )
 from ._params import Params as Params  # noqa: E402
-from ._physics.albedo import SmoothIceAlbedo as SmoothIceAlbedo  # noqa: E402
+from ._physics.albedo import (  # noqa: E402
+    PrescribedAlbedo as PrescribedAlbedo,
+    SmoothIceAlbedo as SmoothIceAlbedo,
+)
 from ._physics.base import (  # noqa: E402
     AbstractAlbedo as AbstractAlbedo,
     AbstractInsolation as AbstractInsolation,

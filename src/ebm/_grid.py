@@ -89,4 +89,6 @@ class Grid(eqx.Module):
 
     def global_mean(self, field: Float[Array, "*batch lat"]) -> Float[Array, "*batch"]:
         """Area-weighted global mean over the last axis."""
-        return jnp.sum(field * self.area_weights, axis=-1)
+        # A contraction rather than a broadcast product: batched fields need no rank
+        # promotion (which strict-promotion users, and ebm's tests, refuse).
+        return jnp.matmul(field, self.area_weights)

@@ -5,10 +5,12 @@ Zonal-mean surface temperature $T(\phi, t)$ (degC) obeys
 $$C\,\frac{\partial T}{\partial t} = \underbrace{(1 - \alpha(T,\phi))\,Q(\phi)}_{
 \text{absorbed solar}} - \underbrace{(A + B T)}_{\text{OLR}}
 + \underbrace{\frac{1}{\cos\phi}\frac{\partial}{\partial\phi}
-\left(D\cos\phi\frac{\partial T}{\partial\phi}\right)}_{\text{transport}},$$
+\left(D\cos\phi\frac{\partial T}{\partial\phi}\right)}_{\text{transport}}
++ F,$$
 
 with $C = \rho_w c_w h$ the heat capacity of a water column of depth $h$
-(`water_depth`), J m-2 K-1. Each term is a swappable Module (see `ebm._physics`);
+(`water_depth`), J m-2 K-1, and $F$ a uniform radiative forcing (`forcing`, W m-2,
+default 0). Each term is a swappable Module (see `ebm._physics`);
 the defaults reproduce climlab's `EBM`. The right-hand side is the *energy budget*
 (W m-2); dividing by $C$ and multiplying by the seconds in a year gives the tendency
 in K per year, which is what the vector field returns, since `ebm` measures time in
@@ -98,11 +100,12 @@ class EnergyBalanceModel(eqx.Module):
         return self.energy_budget(T, params) * SECONDS_PER_YEAR / params.heat_capacity
 
     def energy_budget(self, T: Temperature, params: Params) -> Flux:
-        """Net heating of each cell, W m-2: absorbed solar - OLR + transport."""
+        """Net heating of each cell, W m-2: absorbed solar - OLR + transport + F."""
         return (
             self.absorbed_solar(T, params)
             - self.outgoing_longwave(T, params)
             + self.heat_convergence(T, params)
+            + params.forcing
         )
 
     def absorbed_solar(self, T: Temperature, params: Params) -> Flux:

@@ -17,10 +17,12 @@ can be compared one to one:
 | `Tf` | -10.0 | degC | temperature below which the surface is ice-covered |
 | `water_depth` | 10.0 | m | depth of the water column that sets heat capacity |
 | `ice_width` | 1.0 | K | width of the smooth ice-albedo transition |
+| `forcing` | 0.0 | W m-2 | radiative forcing added to every cell's energy budget |
 
 `ice_width` is ebm's own: climlab's albedo is a step at `Tf`, which has no useful
 derivative. ebm blends the two albedos with `tanh((T - Tf) / ice_width)`, which tends
-to the step as `ice_width -> 0`.
+to the step as `ice_width -> 0`. So is `forcing`: a uniform radiative forcing (3.7
+W m-2 for doubled CO2) for forced and transient experiments and climate sensitivity.
 """
 
 import dataclasses
@@ -81,10 +83,11 @@ class Params(eqx.Module):
     Tf: Scalar = eqx.field(default=-10.0, converter=_float_array)
     water_depth: Scalar = eqx.field(default=10.0, converter=_float_array)
     ice_width: Scalar = eqx.field(default=1.0, converter=_float_array)
+    forcing: Scalar = eqx.field(default=0.0, converter=_float_array)
 
     def __check_init__(self):
         always = lambda x: True  # noqa: E731
-        for name in ("A", "S0", "s2", "Tf"):
+        for name in ("A", "S0", "s2", "Tf", "forcing"):
             _check(name, getattr(self, name), "finite", always)
         _check("S0", self.S0, ">= 0 W m-2", lambda x: x >= 0)
         _check("B", self.B, "> 0 W m-2 K-1", lambda x: x > 0)

@@ -107,3 +107,82 @@ def plot_memory_scaling(rows, path=None):
     if path is not None:
         fig.savefig(path, dpi=120)
     return fig
+
+
+def perturbation(params, name: str) -> float:
+    """1% of a parameter's value, or one unit for a parameter that is zero."""
+    value = abs(float(getattr(params, name)))
+    return 0.01 * value if value > 0 else 1.0
+
+
+def plot_sensitivity(sensitivity, params, path=None):
+    """Sensitivity profiles: the change in T(lat) for a 1% change in each parameter.
+
+    **Arguments:**
+
+    - `sensitivity`: an `ebm.Sensitivity` of the output `"T"`.
+    - `params`: the parameters it was taken at (to size the 1% changes; a parameter
+        that is zero gets a change of one unit).
+    - `path`: if given, save the figure there.
+
+    **Returns:**
+
+    The matplotlib figure.
+    """
+    plt = _pyplot()
+    fig, ax = plt.subplots(figsize=(7, 4.5), layout="constrained")
+    lat = np.asarray(sensitivity.lat)
+    for name in sensitivity.names:
+        step = perturbation(params, name)
+        change = np.asarray(sensitivity[name]) * step
+        if np.max(np.abs(change)) > 0:
+            ax.plot(lat, change, label=f"{name} + {step:.3g}")
+    ax.axhline(0, color="0.6", lw=0.8)
+    ax.set_xlabel("latitude (°N)")
+    ax.set_ylabel("change in T (K)")
+    ax.set_xlim(-90, 90)
+    ax.set_xticks(np.arange(-90, 91, 30))
+    ax.set_title("equilibrium response to a 1% change in each parameter")
+    ax.legend(fontsize="small", ncol=2)
+    if path is not None:
+        fig.savefig(path, dpi=120)
+    return fig
+
+
+def plot_fit(result, target, initial, fitted, path=None):
+    """Target, initial and fitted profiles, and the loss curve of an `ebm.fit`.
+
+    **Arguments:**
+
+    - `result`: the `ebm.FitResult`.
+    - `target`: the target profile, degC.
+    - `initial`, `fitted`: `ebm.Equilibrium`s at the initial and fitted parameters.
+    - `path`: if given, save the figure there.
+
+    **Returns:**
+
+    The matplotlib figure.
+    """
+    plt = _pyplot()
+    fig, (profile_ax, loss_ax) = plt.subplots(
+        1, 2, figsize=(11, 4.2), layout="constrained"
+    )
+    lat = np.asarray(fitted.lat)
+    profile_ax.plot(lat, np.asarray(target), "k.", label="target")
+    profile_ax.plot(lat, np.asarray(initial.T), "--", label="initial")
+    profile_ax.plot(lat, np.asarray(fitted.T), "-", label="fitted")
+    profile_ax.set_xlabel("latitude (°N)")
+    profile_ax.set_ylabel("surface temperature (°C)")
+    profile_ax.set_xlim(-90, 90)
+    profile_ax.legend()
+    losses = np.asarray(result.loss_history)
+    loss_ax.semilogy(np.arange(len(losses)), np.maximum(losses, 1e-300), "o-")
+    loss_ax.set_xlabel("optimiser step")
+    loss_ax.set_ylabel("area-weighted mean squared misfit (K²)")
+    fitted_values = ", ".join(
+        f"{name} = {float(getattr(result.params, name)):.6g}" for name in result.fitted
+    )
+    loss_ax.set_title(fitted_values)
+    if path is not None:
+        fig.savefig(path, dpi=120)
+    return fig

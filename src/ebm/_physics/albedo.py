@@ -11,7 +11,10 @@ $$\alpha(T, \phi) = \alpha_w(\phi) + \left(a_i - \alpha_w(\phi)\right)
 which tends to the step as $w \to 0$ and has a derivative everywhere.
 """
 
+import equinox as eqx
+import jax
 import jax.numpy as jnp
+from jaxtyping import Array, Float
 
 from .._custom_types import Flux, Temperature
 from .._grid import Grid
@@ -31,3 +34,37 @@ class SmoothIceAlbedo(AbstractAlbedo):
     def __call__(self, T: Temperature, params: Params, grid: Grid) -> Flux:
         warm = params.a0 + params.a2 * legendre_p2(grid.sin_lat)
         return warm + (params.ai - warm) * ice_fraction(T, params)
+
+
+class PrescribedAlbedo(AbstractAlbedo):
+    """A fixed albedo profile: no ice-albedo feedback.
+
+    Give it the albedo of a reference state, `ebm.SmoothIceAlbedo()(T, params, grid)`,
+    to hold the ice where it is while other things change (e.g. climate sensitivity
+    without the ice-albedo feedback).
+
+    **Arguments:**
+
+    - `albedo`: one value per cell, in [0, 1].
+    """
+
+    albedo: Float[Array, " lat"] = eqx.field(converter=jnp.asarray)
+
+    def __check_init__(self):
+        values = self.albedo
+        if isinstance(values, jax.core.Tracer):
+            return
+        if values.ndim != 1 or not bool(jnp.all((values >= 0) & (values <= 1))):
+            raise ValueError(
+                "PrescribedAlbedo `albedo` must be a 1-d profile with values in "
+                f"[0, 1], got {values}."
+            )
+
+    def __call__(self, T: Temperature, params: Params, grid: Grid) -> Flux:
+        del T, params
+        if self.albedo.shape != (grid.n_lat,):
+            raise ValueError(
+                f"PrescribedAlbedo has {self.albedo.shape[0]} values but the grid "
+                f"has {grid.n_lat} cells."
+            )
+        return self.albedo

@@ -1,0 +1,488 @@
+r"""Fitting parameters to observations, and sensitivities of outputs to parameters.
+
+**Fitting.** `fit` minimises the area-weighted mean squared misfit
+
+$$L(\theta) = \frac{\sum_i w_i\,(T_i(\theta) - T^{obs}_i)^2}{\sum_i w_i}
+\quad (\text{K}^2)$$
+
+of either the equilibrium profile (gradients by implicit differentiation: one linear
+solve per evaluation, whatever the spin-up) or snapshots of a transient run
+(gradients through the diffrax adjoint chosen), with an optax optimizer. The
+parameters are optimised in an unconstrained space: $\log$ for those that must be
+positive (`B`, `D`, `S0`, `water_depth`, `ice_width`), $\mathrm{logit}$ for the
+albedos `a0` and `ai` (in (0, 1)), unchanged for the others; so every iterate is a
+physically valid `Params`.
+
+**Sensitivities.** `sensitivity` is the Jacobian of an output with respect to every
+(or chosen) parameter in forward mode (`jax.jacfwd`): through the implicit solve of
+an equilibrium, or through a run under `diffrax.ForwardMode`, whose memory does not
+grow with the number of steps.
+"""
+
+import sys
+from collections.abc import Callable, Sequence
+
+import diffrax
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+import numpy as np
+import optax
+from jaxtyping import Array, Float
+
+from ._equilibrium import equilibrium, resolve_model
+from ._grid import Grid
+from ._integrate import integrate
+from ._model import EnergyBalanceModel
+from ._params import Params
+
+
+POSITIVE = ("B", "D", "S0", "water_depth", "ice_width")
+UNIT_INTERVAL = ("a0", "ai")
+
+
+def to_unconstrained(name: str, value):
+    """The optimiser's coordinate for parameter `name`."""
+    if name in POSITIVE:
+        return jnp.log(value)
+    if name in UNIT_INTERVAL:
+        return jnp.log(value) - jnp.log1p(-value)
+    return value
+
+
+def from_unconstrained(name: str, coordinate):
+    """The inverse of `to_unconstrained`."""
+    if name in POSITIVE:
+        return jnp.exp(coordinate)
+    if name in UNIT_INTERVAL:
+        return jax.nn.sigmoid(coordinate)
+    return coordinate
+
+
+def with_values(params: Params, values: dict) -> Params:
+    """`params` with the fields named in `values` replaced."""
+    names = tuple(values)
+    return eqx.tree_at(
+        lambda p: tuple(getattr(p, name) for name in names),
+        params,
+        tuple(jnp.asarray(values[name], float) for name in names),
+    )
+
+
+def check_names(names: Sequence[str], argument: str) -> tuple[str, ...]:
+    """`names` as a tuple, every one a `Params` field.
+
+    **Raises:**
+
+    - `ValueError`: naming `argument`, for an unknown or repeated name.
+    """
+    if isinstance(names, str):
+        names = (names,)
+    names = tuple(names)
+    known = Params.field_names()
+    unknown = [name for name in names if name not in known]
+    if unknown or not names or len(set(names)) != len(names):
+        raise ValueError(
+            f"`{argument}` must be distinct names of Params fields {known}, got "
+            f"{names!r}."
+        )
+    return names
+
+
+class FitResult(eqx.Module):
+    """The result of `ebm.fit`.
+
+    **Attributes:**
+
+    - `params`: the fitted `Params` (fields not fitted are as given).
+    - `fitted`: the names of the fitted fields.
+    - `loss_history`: the loss (K^2) before each step and at the end.
+    - `converged`: whether the gradient norm in the optimiser's coordinates fell to
+        `gtol` within `steps` steps.
+    - `num_steps`: optimiser steps taken.
+    """
+
+    params: Params
+    fitted: tuple[str, ...] = eqx.field(static=True)
+    loss_history: np.ndarray
+    converged: bool
+    num_steps: int
+
+
+def misfit(T, target, grid: Grid):
+    """Area-weighted mean squared difference, K^2 (over the last axis, then mean)."""
+    return jnp.mean(grid.global_mean((T - target) ** 2))
+
+
+def _progress_line(step: int, steps: int, loss: float, gradient_norm: float) -> None:
+    sys.stderr.write(
+        f"\rfit {step:>5d}/{steps}  loss {loss:.3e} K^2  |grad| {gradient_norm:.2e}"
+    )
+    sys.stderr.flush()
+
+
+def fit(
+    params: Params,
+    target,
+    *,
+    fit: Sequence[str] = ("D",),
+    through: str = "equilibrium",
+    times=None,
+    T0=None,
+    grid: Grid | None = None,
+    model: EnergyBalanceModel | None = None,
+    start="present",
+    adjoint="recursive",
+    optimizer: optax.GradientTransformation | None = None,
+    steps: int = 300,
+    gtol: float = 1e-7,
+    progress: bool = False,
+) -> FitResult:
+    """Fit the named parameters to a target profile or to snapshots of a run.
+
+    **Arguments:**
+
+    - `params`: the starting parameters (and the values of the fields not fitted).
+    - `target`: degC; for `through="equilibrium"` a profile of shape `(n_lat,)`, for
+        `through="trajectory"` snapshots of shape `(len(times), n_lat)`.
+    - `fit`: the `Params` fields to fit (default `("D",)`).
+    - `through`: `"equilibrium"` (misfit of `ebm.equilibrium(params).T`, implicit
+        gradients) or `"trajectory"` (misfit of `ebm.integrate` at `times`, from
+        `T0`, gradients under `adjoint`).
+    - `times`: years of the snapshots, increasing, > 0 (trajectory only).
+    - `T0`: initial profile of the run (trajectory only; default `"present"`).
+    - `grid`, `model`: as for `ebm.equilibrium`.
+    - `start`: the equilibrium's start (equilibrium only).
+    - `adjoint`: `integrate`'s adjoint for the trajectory's gradient.
+    - `optimizer`: an optax optimizer (default `optax.adam(0.05)`);
+        `optax.lbfgs()` converges much faster on these smooth problems.
+    - `steps`: most optimiser steps.
+    - `gtol`: converged when the gradient's norm in the optimiser's coordinates
+        (log, logit or plain per field, see the module docstring) is below this.
+    - `progress`: print a progress line to stderr.
+
+    **Returns:**
+
+    An `ebm.FitResult`.
+
+    **Raises:**
+
+    - `ValueError`: for an unknown `through` or field name, a target of the wrong
+        shape, or missing or bad `times`.
+    """
+    names = check_names(fit, "fit")
+    model = resolve_model(model, grid)
+    grid = model.grid
+    target = jnp.asarray(target, float)
+    loss_fn = _loss_function(
+        params, target, names, through, times, T0, model, start, adjoint
+    )
+    if optimizer is None:
+        optimizer = optax.adam(0.05)
+    coordinates = {
+        name: to_unconstrained(name, getattr(params, name)) for name in names
+    }
+    state = optimizer.init(coordinates)
+    value_and_grad = jax.value_and_grad(loss_fn)
+
+    @eqx.filter_jit
+    def update(coordinates, state):
+        loss, gradient = value_and_grad(coordinates)
+        # optax's L-BFGS mixes int32 and int64 indices, which a user's strict
+        # promotion setting (as in ebm's tests) would refuse inside optax itself.
+        with jax.numpy_dtype_promotion("standard"):
+            updates, state = optimizer.update(
+                gradient,
+                state,
+                coordinates,
+                value=loss,
+                grad=gradient,
+                value_fn=loss_fn,
+            )
+        norm = optax.tree.norm(gradient)
+        return optax.apply_updates(coordinates, updates), state, loss, norm
+
+    history, converged, step = [], False, 0
+    for step in range(steps):
+        try:
+            new_coordinates, new_state, loss, norm = update(coordinates, state)
+        except eqx.EquinoxRuntimeError as error:
+            raise RuntimeError(
+                f"ebm.fit: the model failed at step {step}, near "
+                f"{_describe(names, coordinates)} (for example a singular Jacobian "
+                "near a fold, where two equilibria meet). Start closer, fit fewer "
+                "parameters, or resolve the ice edge better (larger ice_width or "
+                "n_lat)."
+            ) from error
+        history.append(float(loss))
+        if progress:
+            _progress_line(step, steps, float(loss), float(norm))
+        if not np.isfinite(float(loss)):
+            raise RuntimeError(
+                f"ebm.fit: the model did not converge at step {step}, with "
+                f"{_describe(names, coordinates)}: its equilibrium or run failed or "
+                "was not finite there. Start closer, or fit fewer parameters."
+            )
+        if float(norm) <= gtol:
+            converged = True
+            break
+        coordinates, state = new_coordinates, new_state
+    else:
+        step = steps
+        history.append(float(loss_fn(coordinates)))
+    if progress:
+        sys.stderr.write("\n")
+    fitted = with_values(
+        params, {name: from_unconstrained(name, coordinates[name]) for name in names}
+    )
+    return FitResult(
+        params=fitted,
+        fitted=names,
+        loss_history=np.asarray(history),
+        converged=converged,
+        num_steps=step,
+    )
+
+
+def _describe(names, coordinates) -> str:
+    return ", ".join(
+        f"{name}={float(from_unconstrained(name, coordinates[name])):.6g}"
+        for name in names
+    )
+
+
+def _loss_function(
+    params, target, names, through, times, T0, model, start, adjoint
+) -> Callable:
+    n_lat = model.grid.n_lat
+    if through == "equilibrium":
+        if target.shape != (n_lat,):
+            raise ValueError(
+                f"`target` must be a profile of shape ({n_lat},) for "
+                f"through='equilibrium', got shape {target.shape}."
+            )
+
+        def output(params):
+            state = equilibrium(params, model=model, start=start, throw=False)
+            return state.T, state.converged
+
+    elif through == "trajectory":
+        if times is None:
+            raise ValueError("through='trajectory' needs `times` (years) for `target`.")
+        times = np.asarray(times, float)
+        if times.ndim != 1 or np.any(times <= 0) or np.any(np.diff(times) <= 0):
+            raise ValueError(
+                f"`times` must be increasing and positive (years), got {times}."
+            )
+        if target.shape != (len(times), n_lat):
+            raise ValueError(
+                f"`target` must have shape ({len(times)}, {n_lat}) (times, lat) for "
+                f"through='trajectory', got shape {target.shape}."
+            )
+        saveat = diffrax.SaveAt(ts=jnp.asarray(times))
+
+        def output(params):
+            run = integrate(
+                params,
+                years=float(times[-1]),
+                model=model,
+                T0=T0,
+                adjoint=adjoint,
+                saveat=saveat,
+                throw=False,
+            )
+            return run.Ts, run.result == diffrax.RESULTS.successful
+
+    else:
+        raise ValueError(
+            f"`through` must be 'equilibrium' or 'trajectory', got {through!r}."
+        )
+
+    def loss(coordinates):
+        values = {name: from_unconstrained(name, coordinates[name]) for name in names}
+        T, converged = output(with_values(params, values))
+        # An unconverged solve is an infinite loss, so that a line search backs off
+        # instead of the fit stopping; no derivative flows through it.
+        T = jnp.where(converged, T, jax.lax.stop_gradient(T))
+        return jnp.where(converged, misfit(T, target, model.grid), jnp.inf)
+
+    return loss
+
+
+# --- Sensitivities ---------------------------------------------------------------
+
+OUTPUTS = ("T", "global_mean", "ice_edge")
+
+
+class Sensitivity(eqx.Module):
+    """Derivatives of one output with respect to parameters (from `ebm.sensitivity`).
+
+    **Attributes:**
+
+    - `output`: `"T"`, `"global_mean"` or `"ice_edge"`.
+    - `value`: the output itself (degC, or degrees for the ice edge).
+    - `names`: the parameters, in order.
+    - `jacobian`: `{name: d output / d name}`, each shaped like `value`.
+    - `lat`: cell centres, degrees north.
+    """
+
+    output: str = eqx.field(static=True)
+    value: Array
+    names: tuple[str, ...] = eqx.field(static=True)
+    jacobian: dict[str, Array]
+    lat: Float[Array, " lat"]
+
+    def __getitem__(self, name: str) -> Array:
+        return self.jacobian[name]
+
+
+def sensitivity(
+    params: Params,
+    output: str = "global_mean",
+    *,
+    names: Sequence[str] | None = None,
+    through: str = "equilibrium",
+    years=None,
+    T0=None,
+    grid: Grid | None = None,
+    model: EnergyBalanceModel | None = None,
+    start="present",
+) -> Sensitivity:
+    """Forward-mode Jacobian of an output with respect to parameters.
+
+    **Arguments:**
+
+    - `params`: where to differentiate.
+    - `output`: `"T"` (the profile), `"global_mean"` or `"ice_edge"`.
+    - `names`: the parameters (default: every `Params` field).
+    - `through`: `"equilibrium"` (implicit differentiation of the root-find) or
+        `"trajectory"` (the state after `years` from `T0`, under
+        `diffrax.ForwardMode`: memory independent of the number of steps).
+    - `years`, `T0`: the run (trajectory only).
+    - `grid`, `model`, `start`: as for `ebm.equilibrium`.
+
+    **Returns:**
+
+    An `ebm.Sensitivity`; `result[name]` is `d output / d name`.
+
+    **Raises:**
+
+    - `ValueError`: for an unknown `output`, `through` or name, or a trajectory
+        without `years`.
+    """
+    names = check_names(Params.field_names() if names is None else names, "names")
+    model = resolve_model(model, grid)
+    fn = _output_function(params, output, through, years, T0, model, start, "forward")
+    values = {name: getattr(params, name) for name in names}
+    value, jacobian = _value_and_jacfwd(fn, values)
+    return Sensitivity(
+        output=output,
+        value=value,
+        names=names,
+        jacobian=jacobian,
+        lat=model.grid.lat,
+    )
+
+
+def _output_function(params, output, through, years, T0, model, start, adjoint):
+    """`values -> output` of `params` with the fields in `values` replaced."""
+    if output not in OUTPUTS:
+        raise ValueError(f"`output` must be one of {OUTPUTS}, got {output!r}.")
+    if through == "equilibrium":
+
+        def solve(params):
+            return equilibrium(params, model=model, start=start)
+
+    elif through == "trajectory":
+        if years is None:
+            raise ValueError("through='trajectory' needs `years`.")
+
+        def solve(params):
+            return integrate(params, years=years, model=model, T0=T0, adjoint=adjoint)
+
+    else:
+        raise ValueError(
+            f"`through` must be 'equilibrium' or 'trajectory', got {through!r}."
+        )
+
+    def fn(values):
+        return getattr(solve(with_values(params, values)), output)
+
+    return fn
+
+
+class Hessian(eqx.Module):
+    """Second derivatives of a scalar output (from `ebm.hessian`).
+
+    **Attributes:**
+
+    - `output`: `"global_mean"` or `"ice_edge"`.
+    - `names`: the parameters, in order.
+    - `gradient`: first derivatives, in the order of `names`.
+    - `matrix`: `matrix[i, j] = d2 output / d names[i] d names[j]`.
+    """
+
+    output: str = eqx.field(static=True)
+    names: tuple[str, ...] = eqx.field(static=True)
+    gradient: Float[Array, " n"]
+    matrix: Float[Array, "n n"]
+
+
+def hessian(
+    params: Params,
+    output: str = "global_mean",
+    *,
+    names: Sequence[str] = ("D", "B"),
+    through: str = "equilibrium",
+    years=None,
+    T0=None,
+    grid: Grid | None = None,
+    model: EnergyBalanceModel | None = None,
+    start="present",
+) -> Hessian:
+    """Hessian of a scalar output with respect to the named parameters.
+
+    Forward over reverse (`jax.jacfwd(jax.grad(...))`): through the implicit solve
+    of an equilibrium, or through a run under `diffrax.DirectAdjoint` (the adjoint
+    that supports both modes).
+
+    **Arguments:**
+
+    - `params`: where to differentiate.
+    - `output`: `"global_mean"` or `"ice_edge"`.
+    - `names`: two or more `Params` fields (default `("D", "B")`).
+    - `through`, `years`, `T0`, `grid`, `model`, `start`: as for `ebm.sensitivity`.
+
+    **Returns:**
+
+    An `ebm.Hessian`.
+
+    **Raises:**
+
+    - `ValueError`: for a non-scalar `output`, unknown names, or as `sensitivity`.
+    """
+    names = check_names(names, "names")
+    if output == "T":
+        raise ValueError("`output` must be a scalar ('global_mean' or 'ice_edge').")
+    model = resolve_model(model, grid)
+    fn = _output_function(params, output, through, years, T0, model, start, "direct")
+    values = {name: getattr(params, name) for name in names}
+    gradient, matrix = _gradient_and_hessian(fn, values)
+    return Hessian(
+        output=output,
+        names=names,
+        gradient=jnp.stack([gradient[name] for name in names]),
+        matrix=jnp.stack(
+            [jnp.stack([matrix[row][column] for column in names]) for row in names]
+        ),
+    )
+
+
+@eqx.filter_jit
+def _gradient_and_hessian(fn, values):
+    return jax.grad(fn)(values), jax.jacfwd(jax.grad(fn))(values)
+
+
+@eqx.filter_jit
+def _value_and_jacfwd(fn, values):
+    return fn(values), jax.jacfwd(fn)(values)

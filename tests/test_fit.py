@@ -1,0 +1,278 @@
+"""Fitting with optax, sensitivities in forward mode, Hessians, and the forcing term.
+
+Fits are checked by recovering known parameters from synthetic targets;
+derivatives against reverse mode and central finite differences.
+"""
+
+import diffrax
+import jax
+import jax.numpy as jnp
+import numpy as np
+import optax
+import pytest
+
+import ebm
+from ebm._fit import from_unconstrained, to_unconstrained
+from helpers import finite_difference, replace
+
+
+NAMES = ebm.Params.field_names()
+
+
+@pytest.fixture(scope="module")
+def params():
+    return ebm.Params()
+
+
+# --- The forcing term ------------------------------------------------------------
+
+
+def test_forcing_enters_the_budget_like_minus_a(params):
+    grid = ebm.Grid()
+    model = ebm.EnergyBalanceModel(grid)
+    T = ebm.present_day_profile(grid)
+    forced = replace(params, "forcing", 3.7)
+    difference = model.energy_budget(T, forced) - model.energy_budget(T, params)
+    assert np.allclose(difference, 3.7, rtol=1e-14)
+    mean = ebm.sensitivity(params, "global_mean", names=("A", "forcing"))
+    assert np.isclose(mean["forcing"], -mean["A"], rtol=1e-10)
+
+
+def test_sensitivity_without_ice_feedback_is_forcing_over_b(params):
+    # With the albedo held fixed, diffusion conserves energy and OLR is linear, so
+    # the global mean must warm by exactly F / B.
+    reference = ebm.equilibrium(params)
+    model = ebm.EnergyBalanceModel()
+    held = ebm.PrescribedAlbedo(model.albedo(reference.T, params, model.grid))
+    forced = ebm.equilibrium(
+        replace(params, "forcing", 3.7), model=ebm.EnergyBalanceModel(albedo=held)
+    )
+    warming = float(forced.global_mean - reference.global_mean)
+    assert np.isclose(warming, 3.7 / float(params.B), rtol=1e-9)
+    # The ice-albedo feedback amplifies it.
+    assert float(ebm.equilibrium(replace(params, "forcing", 3.7)).global_mean) > (
+        float(reference.global_mean) + 1.01 * warming
+    )
+
+
+@pytest.mark.parametrize(
+    "albedo, match",
+    [(np.full(60, 1.5), r"in \[0, 1\]"), (np.full((2, 60), 0.3), "1-d profile")],
+)
+def test_prescribed_albedo_is_checked(albedo, match):
+    with pytest.raises(ValueError, match=match):
+        ebm.PrescribedAlbedo(albedo)
+
+
+def test_nonfinite_forcing_is_refused():
+    with pytest.raises(ValueError, match="`forcing` must be finite"):
+        ebm.Params(forcing=float("nan"))
+
+
+# --- Fitting ---------------------------------------------------------------------
+
+
+def test_lbfgs_recovers_diffusivity(params):
+    target = ebm.equilibrium(replace(params, "D", 0.3)).T
+    result = ebm.fit(params, target, fit=("D",), optimizer=optax.lbfgs(), steps=30)
+    assert result.converged and result.num_steps <= 30
+    assert np.isclose(float(result.params.D), 0.3, rtol=1e-6, atol=0)
+    assert result.loss_history[-1] < 1e-12 < result.loss_history[0]
+    # Fields not fitted are untouched.
+    assert float(result.params.B) == float(params.B)
+
+
+def test_lbfgs_recovers_d_a_and_b_together():
+    # A 1 K ice-albedo transition is narrower than a 3-degree cell: equilibria then
+    # pin the ice edge to the grid, several nearly equal, and a three-parameter fit
+    # wanders among them. 2 K resolves it at 60 cells.
+    start = ebm.Params(ice_width=2.0)
+    truth = ebm.Params(ice_width=2.0, D=0.4, A=205.0, B=2.2)
+    target = ebm.equilibrium(truth).T
+    result = ebm.fit(start, target, fit=("D", "A", "B"), optimizer=optax.lbfgs())
+    assert result.converged
+    for name in ("D", "A", "B"):
+        fitted, true = float(getattr(result.params, name)), float(getattr(truth, name))
+        assert np.isclose(fitted, true, rtol=1e-6, atol=0), name
+
+
+def test_noisy_fit_falls_within_the_spread_the_noise_implies(params):
+    truth = replace(params, "D", 0.3)
+    clean = ebm.equilibrium(truth).T
+    sigma = 0.5
+    noisy = clean + sigma * jax.random.normal(jax.random.key(1), clean.shape)
+    result = ebm.fit(params, noisy, fit=("D",), optimizer=optax.lbfgs(), steps=50)
+    assert result.converged
+    # Weighted least squares with weights w: var(D) = sigma^2 sum(w^2 J^2) /
+    # (sum(w J^2))^2, with J = dT/dD at the truth (linearised).
+    jacobian = ebm.sensitivity(truth, "T", names=("D",))["D"]
+    weights = ebm.Grid().area_weights
+    spread = sigma * jnp.sqrt(
+        jnp.sum(weights**2 * jacobian**2) / jnp.sum(weights * jacobian**2) ** 2
+    )
+    error = abs(float(result.params.D) - 0.3)
+    assert 0 < error < 4 * float(spread)
+
+
+def test_adam_keeps_parameters_physical_and_lowers_the_loss(params):
+    target = ebm.equilibrium(ebm.Params(D=0.35, a0=0.32)).T
+    result = ebm.fit(params, target, fit=("D", "a0"), steps=25)
+    assert result.loss_history[-1] < 0.2 * result.loss_history[0]
+    assert 0 < float(result.params.a0) < 1 and float(result.params.D) > 0
+    assert len(result.loss_history) == result.num_steps + 1
+
+
+def test_constraint_transforms_round_trip():
+    for name, value in (("D", 0.555), ("a0", 0.3), ("A", -4.0)):
+        coordinate = to_unconstrained(name, jnp.asarray(value))
+        assert np.isclose(from_unconstrained(name, coordinate), value, rtol=1e-14)
+
+
+def _forced_trajectory_problem(params):
+    """Snapshots of the response to a step in forcing, from the unforced state."""
+    start = ebm.equilibrium(params).T
+    times = np.array([1.0, 3.0, 10.0])
+    saveat = diffrax.SaveAt(ts=jnp.asarray(times))
+    truth = replace(params, "forcing", 2.0)
+    target = ebm.integrate(truth, years=10.0, T0=start, saveat=saveat).Ts
+    return start, times, target
+
+
+def test_trajectory_fit_recovers_the_forcing(params):
+    start, times, target = _forced_trajectory_problem(params)
+    initial = replace(params, "forcing", 0.5)
+    result = ebm.fit(
+        initial,
+        target,
+        fit=("forcing",),
+        through="trajectory",
+        times=times,
+        T0=start,
+        optimizer=optax.lbfgs(),
+        steps=30,
+    )
+    assert result.converged
+    assert np.isclose(float(result.params.forcing), 2.0, rtol=1e-6)
+
+
+@pytest.mark.parametrize("through", ["equilibrium", "trajectory"])
+def test_fit_loss_gradient_matches_finite_differences(params, through):
+    from ebm._fit import _loss_function
+
+    start, times, target = _forced_trajectory_problem(params)
+    if through == "equilibrium":
+        target = target[-1]
+    model = ebm.EnergyBalanceModel()
+    names = ("D", "forcing")
+    loss = _loss_function(
+        params, target, names, through, times, start, model, "present", "recursive"
+    )
+
+    def of_params(p):
+        return loss({name: to_unconstrained(name, getattr(p, name)) for name in names})
+
+    gradient = jax.grad(of_params)(params)
+    for name in names:
+        expected = finite_difference(of_params, params, name)
+        assert np.isclose(float(getattr(gradient, name)), expected, rtol=1e-6), name
+
+
+@pytest.mark.parametrize(
+    "kwargs, match",
+    [
+        (dict(fit=("kappa",)), "`fit` must be distinct names"),
+        (dict(fit=("D", "D")), "`fit` must be distinct names"),
+        (dict(through="spinup"), "`through` must be"),
+        (dict(target=np.zeros(10)), r"shape \(60,\)"),
+        (dict(through="trajectory"), "needs `times`"),
+        (dict(through="trajectory", times=[2.0, 1.0]), "increasing and positive"),
+    ],
+)
+def test_bad_fit_arguments_are_named(params, kwargs, match):
+    arguments = dict(target=np.zeros(60)) | kwargs
+    target = arguments.pop("target")
+    with pytest.raises(ValueError, match=match):
+        ebm.fit(params, target, **arguments)
+
+
+def test_fit_reports_progress(params, capsys):
+    target = ebm.equilibrium(params).T
+    ebm.fit(params, target, steps=2, progress=True)
+    assert "fit     0/2" in capsys.readouterr().err
+    ebm.fit(params, target, steps=2)
+    assert capsys.readouterr().err == ""
+
+
+# --- Sensitivities and Hessians ---------------------------------------------------
+
+
+@pytest.mark.parametrize("output", ["global_mean", "ice_edge"])
+def test_forward_sensitivity_equals_reverse_and_finite_differences(params, output):
+    forward = ebm.sensitivity(params, output)
+    reverse = jax.grad(lambda p: getattr(ebm.equilibrium(p), output))(params)
+    for name in NAMES:
+        assert np.isclose(forward[name], getattr(reverse, name), rtol=1e-10, atol=1e-12)
+    for name in ("D", "S0", "ai", "forcing"):
+        expected = finite_difference(
+            lambda p: getattr(ebm.equilibrium(p), output), params, name
+        )
+        assert np.isclose(forward[name], expected, rtol=1e-6), name
+
+
+def test_trajectory_profile_sensitivity_matches_finite_differences(params):
+    names = ("D", "B", "forcing")
+    result = ebm.sensitivity(params, "T", names=names, through="trajectory", years=2.0)
+    assert result["D"].shape == (60,)
+    reverse = jax.jacrev(lambda p: ebm.integrate(p, years=2.0).T)(params)
+    for name in names:
+        assert np.allclose(result[name], getattr(reverse, name), rtol=1e-9, atol=1e-12)
+        cell = 45
+        expected = finite_difference(
+            lambda p: ebm.integrate(p, years=2.0).T[cell], params, name
+        )
+        assert np.isclose(result[name][cell], expected, rtol=1e-6), name
+
+
+def test_hessian_matches_finite_differences_of_the_gradient(params):
+    names = ("D", "B", "A")
+    result = ebm.hessian(params, "global_mean", names=names)
+    assert np.allclose(result.matrix, result.matrix.T, rtol=1e-8)
+
+    def gradient_component(column):
+        return lambda p: getattr(
+            jax.grad(lambda q: ebm.equilibrium(q).global_mean)(p), column
+        )
+
+    for i, row in enumerate(names):
+        for j, column in enumerate(names):
+            # Small steps: the 1 K ice-albedo transition makes the gradient change
+            # quickly with the parameters.
+            expected = finite_difference(gradient_component(column), params, row)
+            assert np.isclose(result.matrix[i, j], expected, rtol=1e-6), (row, column)
+
+
+def test_hessian_through_a_run_is_symmetric_and_matches_the_gradient(params):
+    result = ebm.hessian(
+        params, "global_mean", names=("D", "B"), through="trajectory", years=1.0
+    )
+    gradient = jax.grad(lambda p: ebm.integrate(p, years=1.0).global_mean)(params)
+    assert np.allclose(result.gradient, [gradient.D, gradient.B], rtol=1e-10)
+    assert np.isclose(result.matrix[0, 1], result.matrix[1, 0], rtol=1e-8)
+
+
+def test_sensitivity_arguments_are_checked(params):
+    with pytest.raises(ValueError, match="`output` must be one of"):
+        ebm.sensitivity(params, "albedo")
+    with pytest.raises(ValueError, match="needs `years`"):
+        ebm.sensitivity(params, through="trajectory")
+    with pytest.raises(ValueError, match="scalar"):
+        ebm.hessian(params, "T")
+
+
+def test_sensitivity_profiles_plot(params, tmp_path):
+    from ebm._plot import plot_sensitivity
+
+    result = ebm.sensitivity(params, "T", names=("D", "forcing", "water_depth"))
+    plot_sensitivity(result, params, tmp_path / "s.png")
+    assert (tmp_path / "s.png").stat().st_size > 10_000
+    assert result.names == ("D", "forcing", "water_depth")
