@@ -121,3 +121,10 @@ def test_gradient_from_a_steady_state_matches_finite_differences(params):
 
     gradient = jax.grad(fn)(forced)
     assert_gradient_matches_fd(fn, forced, gradient, ("D", "B", "forcing"), rtol=1e-7)
+
+
+def test_progress_meter_is_off_by_default_and_on_when_asked(params, capfd):
+    ebm.integrate(params, years=0.1)
+    assert "%" not in capfd.readouterr().out
+    ebm.integrate(params, years=0.1, progress=True)
+    assert "100.00%" in capfd.readouterr().out

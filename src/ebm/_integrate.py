@@ -164,6 +164,7 @@ def integrate(
     dt0=None,
     max_steps: int = 16384,
     throw: bool = True,
+    progress: bool = False,
 ) -> Trajectory:
     """Integrate the model for `years` from `T0`.
 
@@ -187,6 +188,7 @@ def integrate(
     - `dt0`: initial step, years (default: chosen by the controller).
     - `max_steps`: step limit.
     - `throw`: raise if the solve fails (default), else return the failure code.
+    - `progress`: print diffrax's text progress meter (percent of `years` done).
 
     **Returns:**
 
@@ -229,6 +231,7 @@ def integrate(
             dt0,
             max_steps,
             throw,
+            diffrax.TextProgressMeter() if progress else diffrax.NoProgressMeter(),
         )
     except TypeError as error:
         if "jvp" in str(error) or "forward-mode" in str(error):
@@ -249,6 +252,7 @@ def _integrate(
     dt0,
     max_steps,
     throw,
+    progress_meter,
 ) -> Trajectory:
     grid = model.grid
     if isinstance(adjoint, diffrax.BacksolveAdjoint):
@@ -274,6 +278,7 @@ def _integrate(
         adjoint=adjoint,
         max_steps=max_steps,
         throw=throw,
+        progress_meter=progress_meter,
     )
     ys = solution.ys
     T = ys[-1]
