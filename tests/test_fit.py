@@ -223,10 +223,10 @@ def test_trajectory_profile_sensitivity_matches_finite_differences(params):
     names = ("D", "B", "forcing")
     result = ebm.sensitivity(params, "T", names=names, through="trajectory", years=2.0)
     assert result["D"].shape == (60,)
-    reverse = jax.jacrev(lambda p: ebm.integrate(p, years=2.0).T)(params)
+    cell = 45
+    reverse = jax.grad(lambda p: ebm.integrate(p, years=2.0).T[cell])(params)
     for name in names:
-        assert np.allclose(result[name], getattr(reverse, name), rtol=1e-9, atol=1e-12)
-        cell = 45
+        assert np.isclose(result[name][cell], getattr(reverse, name), rtol=1e-9)
         expected = finite_difference(
             lambda p: ebm.integrate(p, years=2.0).T[cell], params, name
         )
@@ -251,13 +251,19 @@ def test_hessian_matches_finite_differences_of_the_gradient(params):
             assert np.isclose(result.matrix[i, j], expected, rtol=1e-6), (row, column)
 
 
-def test_hessian_through_a_run_is_symmetric_and_matches_the_gradient(params):
+def test_hessian_through_a_run_matches_finite_differences_of_the_gradient(params):
     result = ebm.hessian(
-        params, "global_mean", names=("D", "B"), through="trajectory", years=1.0
+        params, "global_mean", names=("D", "B"), through="trajectory", years=0.5
     )
-    gradient = jax.grad(lambda p: ebm.integrate(p, years=1.0).global_mean)(params)
+    gradient = jax.grad(lambda p: ebm.integrate(p, years=0.5).global_mean)(params)
     assert np.allclose(result.gradient, [gradient.D, gradient.B], rtol=1e-10)
     assert np.isclose(result.matrix[0, 1], result.matrix[1, 0], rtol=1e-8)
+
+    def d_by_db(p):
+        return jax.grad(lambda q: ebm.integrate(q, years=0.5).global_mean)(p).B
+
+    expected = finite_difference(d_by_db, params, "D")
+    assert np.isclose(result.matrix[0, 1], expected, rtol=1e-6)
 
 
 def test_sensitivity_arguments_are_checked(params):
