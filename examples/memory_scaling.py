@@ -30,6 +30,7 @@ from ebm._plot import plot_memory_scaling
 
 
 DT = 5.0 / 365.25
+FAST_SCHEDULES = ("none", "step", "sqrt", ("binomial", 8), "recursive")
 
 
 def stored_arrays(checkpoint, steps: int = 16) -> collections.Counter:
@@ -59,19 +60,22 @@ def describe(counter: collections.Counter) -> str:
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--fast", action="store_true", help="N = 200, 800; one run")
+    parser.add_argument(
+        "--fast", action="store_true", help="small: N = 200, 800, 5 schedules"
+    )
     parser.add_argument("--plot", default="memory_scaling.png")
     arguments = parser.parse_args()
 
+    schedules = FAST_SCHEDULES if arguments.fast else DEFAULT_SCHEDULES
     print("What reverse mode stores for a 16-step run (60 cells), by schedule:")
-    for checkpoint in DEFAULT_SCHEDULES:
+    for checkpoint in schedules:
         stored = describe(stored_arrays(checkpoint))
         print(f"  {schedule_name(checkpoint):<18} {stored}")
 
     steps = (200, 800) if arguments.fast else (1_000, 4_000, 16_000, 64_000)
     repeats = 1 if arguments.fast else 5
     print(f"\nMemory and time, forward pass and gradients ({repeats} runs each):")
-    rows = memory_table(steps, repeats=repeats)
+    rows = memory_table(steps, schedules, repeats=repeats)
 
     largest = max(steps)
     at_largest = {row["schedule"]: row for row in rows if row["steps"] == largest}

@@ -131,10 +131,10 @@ def test_constraint_transforms_round_trip():
 def _forced_trajectory_problem(params):
     """Snapshots of the response to a step in forcing, from the unforced state."""
     start = ebm.equilibrium(params).T
-    times = np.array([1.0, 3.0, 10.0])
+    times = np.array([0.25, 0.5, 1.0])
     saveat = diffrax.SaveAt(ts=jnp.asarray(times))
     truth = replace(params, "forcing", 2.0)
-    target = ebm.integrate(truth, years=10.0, T0=start, saveat=saveat).Ts
+    target = ebm.integrate(truth, years=1.0, T0=start, saveat=saveat).Ts
     return start, times, target
 
 
