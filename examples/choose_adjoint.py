@@ -3,7 +3,7 @@
 d(final global-mean temperature)/d(parameters) after 50 years from the present-day
 profile, under every adjoint `ebm.integrate` offers, against the implicit gradient of
 the equilibrium (which the 50-year run has all but reached). Reverse-mode adjoints
-use `jax.grad`, forward-mode ones `jax.jacfwd` (11 tangents, one per parameter).
+use `jax.grad`, forward-mode ones `jax.jacfwd` (one tangent per parameter).
 Memory is XLA's temporary-buffer figure for the compiled gradient.
 
 Run: python examples/choose_adjoint.py [--years 50]
@@ -34,7 +34,8 @@ def main():
         return lambda p: ebm.integrate(p, years=years, adjoint=adjoint).global_mean
 
     reference = flat(jax.grad(lambda p: ebm.equilibrium(p).global_mean)(params))
-    print(f"gradient of the global mean after {years:g} years, all 11 parameters")
+    count = len(ebm.Params.field_names())
+    print(f"gradient of the global mean after {years:g} years, all {count} parameters")
     print(
         f"{'adjoint':10s} {'mode':8s} {'compile s':>9s} {'run s':>8s} "
         f"{'temp MB':>8s} {'max |diff| vs recursive':>24s}"
