@@ -23,8 +23,6 @@ import platform
 import jax
 
 import ebm
-from ebm._memory import memory_table
-from ebm._plot import plot_memory_scaling
 
 
 RESULTS = pathlib.Path(__file__).parent / "results"
@@ -39,7 +37,7 @@ def main():
     parser.add_argument("--max-seconds", type=float, default=60.0)
     parser.add_argument("--output", type=pathlib.Path, default=RESULTS / "memory.json")
     arguments = parser.parse_args()
-    rows = memory_table(
+    rows = ebm.memory_table(
         arguments.steps,
         repeats=arguments.repeats,
         max_timed_bytes=int(arguments.max_gb * 1e9),
@@ -62,7 +60,7 @@ def main():
         rows=rows,
     )
     arguments.output.write_text(json.dumps(record, indent=2) + "\n")
-    plot_memory_scaling(rows, arguments.output.with_suffix(".png"))
+    ebm.plot_memory_scaling(rows, arguments.output.with_suffix(".png"))
     print(f"wrote {arguments.output} and {arguments.output.with_suffix('.png')}")
 
 

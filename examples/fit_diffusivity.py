@@ -15,7 +15,6 @@ import numpy as np
 import optax
 
 import ebm
-from ebm._plot import plot_fit
 
 
 def main():
@@ -46,7 +45,7 @@ def main():
         f"{'converged' if result.converged else 'NOT converged'} in "
         f"{result.num_steps} steps, final loss {result.loss_history[-1]:.2e} K^2)"
     )
-    plot_fit(
+    ebm.plot_fit(
         result,
         target,
         ebm.equilibrium(start),

@@ -25,8 +25,7 @@ import jax
 import numpy as np
 
 import ebm
-from ebm._memory import DEFAULT_SCHEDULES, memory_table, schedule_name
-from ebm._plot import plot_memory_scaling
+from ebm._memory import DEFAULT_SCHEDULES, schedule_name
 
 
 DT = 5.0 / 365.25
@@ -75,7 +74,7 @@ def main():
     steps = (200, 800) if arguments.fast else (1_000, 4_000, 16_000, 64_000)
     repeats = 1 if arguments.fast else 5
     print(f"\nMemory and time, forward pass and gradients ({repeats} runs each):")
-    rows = memory_table(steps, schedules, repeats=repeats)
+    rows = ebm.memory_table(steps, schedules, repeats=repeats)
 
     largest = max(steps)
     at_largest = {row["schedule"]: row for row in rows if row["steps"] == largest}
@@ -90,7 +89,7 @@ def main():
         f"less than the plain gradient, in {time_ratio:.2f} times its time."
     )
     assert np.isfinite(smallest["temporary_megabytes"])
-    plot_memory_scaling(rows, arguments.plot)
+    ebm.plot_memory_scaling(rows, arguments.plot)
     print(f"wrote {arguments.plot}")
 
 

@@ -12,7 +12,7 @@ Run: python examples/sensitivities.py
 import argparse
 
 import ebm
-from ebm._plot import perturbation, plot_sensitivity
+from ebm._plot import perturbation
 
 
 DOUBLED_CO2 = 3.7  # W m-2
@@ -68,7 +68,7 @@ def main():
     )
 
     profiles = ebm.sensitivity(params, "T")
-    plot_sensitivity(profiles, params, arguments.plot)
+    ebm.plot_sensitivity(profiles, params, arguments.plot)
     print(f"\nwrote {arguments.plot}")
 
 

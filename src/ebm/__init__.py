@@ -42,6 +42,7 @@ from ._integrate import (  # noqa: E402
 from ._memory import (  # noqa: E402
     CompiledMemory as CompiledMemory,
     compiled_memory as compiled_memory,
+    memory_table as memory_table,
 )
 from ._model import (  # noqa: E402
     EnergyBalanceModel as EnergyBalanceModel,
@@ -62,6 +63,12 @@ from ._physics.base import (  # noqa: E402
 from ._physics.insolation import P2Insolation as P2Insolation  # noqa: E402
 from ._physics.longwave import LinearLongwave as LinearLongwave  # noqa: E402
 from ._physics.transport import DiffusiveTransport as DiffusiveTransport  # noqa: E402
+from ._plot import (  # noqa: E402
+    plot_equilibrium as plot_equilibrium,
+    plot_fit as plot_fit,
+    plot_memory_scaling as plot_memory_scaling,
+    plot_sensitivity as plot_sensitivity,
+)
 from ._pseudo_transient import (  # noqa: E402
     PseudoTransientContinuation as PseudoTransientContinuation,
 )
