@@ -10,11 +10,14 @@ than `--max-gb` of temporary memory are compiled but not run, and one whose firs
 run takes over `--max-seconds` is timed by that run alone (both said in the output).
 Writes benchmarks/results/memory.json and memory.png.
 
-Run: python benchmarks/memory.py [--steps 1000 ...] [--repeats 5] [--max-gb 4]
-                                 [--max-seconds 60]
+Run: python benchmarks/memory.py [--steps 1000 ...] [--schedules none sqrt ...]
+         [--repeats 5] [--max-gb 4] [--max-seconds 60] [--update]
+(`--update` re-measures the given rows and keeps the rest of the JSON; each row
+records when it was measured.)
 """
 
 import argparse
+import datetime
 import json
 import os
 import pathlib
@@ -23,33 +26,73 @@ import platform
 import jax
 
 import ebm
+from ebm._memory import DEFAULT_SCHEDULES, schedule_name
 
 
 RESULTS = pathlib.Path(__file__).parent / "results"
 STEPS = (1_000, 4_000, 16_000, 64_000, 256_000, 1_000_000)
 
 
+def _schedule(name: str):
+    """`"binomial-8"` -> `("binomial", 8)`, `"recursive-default"` -> `"recursive"`."""
+    if name == "recursive-default":
+        return "recursive"
+    kind, _, count = name.partition("-")
+    return (kind, int(count)) if count else kind
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--steps", type=int, nargs="+", default=STEPS)
+    parser.add_argument(
+        "--schedules",
+        nargs="+",
+        default=[schedule_name(s) for s in DEFAULT_SCHEDULES],
+        help="names as in the table, e.g. none sqrt nested-3 binomial-8",
+    )
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--max-gb", type=float, default=4.0)
     parser.add_argument("--max-seconds", type=float, default=60.0)
+    parser.add_argument(
+        "--update",
+        action="store_true",
+        help="replace these rows in an existing --output, keeping the others",
+    )
     parser.add_argument("--output", type=pathlib.Path, default=RESULTS / "memory.json")
     arguments = parser.parse_args()
+    command = (
+        "python benchmarks/memory.py --steps "
+        + " ".join(map(str, arguments.steps))
+        + " --schedules "
+        + " ".join(arguments.schedules)
+        + f" --repeats {arguments.repeats} --max-gb {arguments.max_gb}"
+        + f" --max-seconds {arguments.max_seconds}"
+    )
+    measured = datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds")
     rows = ebm.memory_table(
         arguments.steps,
+        [_schedule(name) for name in arguments.schedules],
         repeats=arguments.repeats,
         max_timed_bytes=int(arguments.max_gb * 1e9),
         max_seconds=arguments.max_seconds,
     )
+    for row in rows:
+        row["measured"] = measured
+    commands = [command]
+    if arguments.update and arguments.output.exists():
+        previous = json.loads(arguments.output.read_text())
+        fresh = {(row["steps"], row["schedule"]) for row in rows}
+        kept = [
+            row
+            for row in previous["rows"]
+            if (row["steps"], row["schedule"]) not in fresh
+        ]
+        rows = sorted(kept + rows, key=lambda row: row["steps"])
+        commands = previous.get("commands", [previous.get("command")]) + commands
     arguments.output.parent.mkdir(parents=True, exist_ok=True)
     record = dict(
         benchmark="memory",
-        command="python benchmarks/memory.py --steps "
-        + " ".join(map(str, arguments.steps))
-        + f" --repeats {arguments.repeats} --max-gb {arguments.max_gb}"
-        + f" --max-seconds {arguments.max_seconds}",
+        commands=commands,
         model="default 60-cell EBM, IMEXEuler, dt = 5 days",
         device=str(jax.devices()[0]),
         platform=platform.platform(),

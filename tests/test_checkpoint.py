@@ -17,7 +17,7 @@ import ebm
 from ebm._checkpoint import (
     binomial_recomputations,
     binomial_spine,
-    chunk_size,
+    chunk_sizes,
     split,
     static_split,
 )
@@ -207,11 +207,44 @@ def test_binomial_memory_does_not_grow_with_steps(params):
     assert gradient_memory(20_000) == gradient_memory(200)
 
 
-def test_nested_chunk_size_covers_the_steps():
-    for steps in (1, 2, 37, 1000, 4096, 4097, 64_000, 1_000_000):
+def test_nested_chunk_sizes_cover_the_steps_with_little_padding():
+    for steps in (1, 2, 37, 1000, 4096, 4097, 16_000, 64_000, 65_537, 1_000_000):
         for levels in (1, 2, 3, 4):
-            size = chunk_size(steps, levels)
-            assert size**levels >= steps > (size - 1) ** levels or size == 1
+            sizes = chunk_sizes(steps, levels)
+            assert len(sizes) == levels and np.prod(sizes) >= steps
+            if steps >= 1000:
+                assert np.prod(sizes) <= 1.1 * steps, (steps, levels, sizes)
+
+
+@pytest.mark.parametrize(
+    "schedule",
+    [
+        ebm.NoCheckpoint(),
+        ebm.StepCheckpoint(),
+        ebm.NestedCheckpoint(1),
+        ebm.NestedCheckpoint(3),
+        ebm.BinomialCheckpoint(1),
+        ebm.BinomialCheckpoint(3),
+        ebm.BinomialCheckpoint(50),
+        ebm.RecursiveCheckpoint(3),
+    ],
+    ids=repr,
+)
+def test_schedules_take_pytree_states_and_mixed_arguments(schedule):
+    def step(index, state, args):
+        position, velocity = state
+        rate, label = args
+        del label
+        return position + 0.1 * velocity, velocity - 0.1 * rate * jnp.sin(position)
+
+    def final(x0, rate, checkpoint):
+        state = checkpoint.loop(step, x0, (rate, jnp.asarray(3)), 23)
+        return jnp.sum(state[0] ** 2) + jnp.sum(state[1])
+
+    x0 = (jnp.linspace(0.1, 1.0, 4), jnp.zeros(4))
+    expected = jax.grad(final, argnums=(0, 1))(x0, 2.0, ebm.NoCheckpoint())
+    actual = jax.grad(final, argnums=(0, 1))(x0, 2.0, schedule)
+    assert tree_allclose(actual, expected, rtol=1e-12)
 
 
 # --- Input checking --------------------------------------------------------------
@@ -226,6 +259,11 @@ def test_nested_chunk_size_covers_the_steps():
         (dict(checkpoint="revolve"), "`checkpoint` must be"),
         (dict(checkpoint=("nested", 0)), "`levels` must be an integer >= 1, got 0"),
         (dict(checkpoint=("binomial", 0)), "`checkpoints` must be an integer >= 1"),
+        (dict(checkpoint=("binomial", True)), "`checkpoint` must be"),
+        (dict(checkpoint=("recursive", 0)), "`checkpoints` must be None or an integer"),
+        (dict(dt=True), "`dt` must be positive and finite"),
+        (dict(dt=np.float32(-0.01)), "`dt` must be positive and finite"),
+        (dict(dt=jnp.asarray(-0.01)), "`dt` must be positive and finite"),
         (dict(stepper="rk4"), "`stepper` must be one of"),
     ],
 )

@@ -186,6 +186,7 @@ def test_fit_loss_gradient_matches_finite_differences(params, through):
         (dict(target=np.zeros(10)), r"shape \(60,\)"),
         (dict(through="trajectory"), "needs `times`"),
         (dict(through="trajectory", times=[2.0, 1.0]), "increasing and positive"),
+        (dict(steps=2.5), "`steps` must be an integer >= 1, got 2.5"),
     ],
 )
 def test_bad_fit_arguments_are_named(params, kwargs, match):

@@ -120,7 +120,7 @@ def test_gradient_from_a_steady_state_matches_finite_differences(params):
         return ebm.integrate(params, years=2.0, T0=start).global_mean
 
     gradient = jax.grad(fn)(forced)
-    assert_gradient_matches_fd(fn, forced, gradient, ("D", "B", "forcing"), rtol=1e-7)
+    assert_gradient_matches_fd(fn, forced, gradient, ("D", "B", "forcing"), rtol=1e-8)
 
 
 def test_progress_meter_is_off_by_default_and_on_when_asked(params, capfd):

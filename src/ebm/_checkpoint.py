@@ -20,7 +20,7 @@ ch. 12). With $s$ the memory of one state and $N$ steps:
 `NestedCheckpoint(2)` is the classic two-level $\sqrt N$ scheme. `BinomialCheckpoint` is
 the offline optimal schedule of Griewank (1992) and `revolve` (Griewank & Walther
 2000): for $N$ known in advance and $c$ checkpoints, with $r$ the smallest integer such
-that $N \le \binom{c+r}{c}$, every step is recomputed at most $r - 1$ times and the
+that $N \le \binom{c+r}{c}$, every step is recomputed at most $r$ times and the
 total number of recomputations is the minimum possible. Memory is then independent of
 $N$ while the time grows like $r \approx$ (log N) / (log c) at fixed $c$.
 
@@ -43,6 +43,8 @@ tests).
 """
 
 import abc
+import functools
+import math
 from collections.abc import Callable
 from typing import Any, ClassVar
 
@@ -55,6 +57,10 @@ from jaxtyping import Array, Int, PyTree
 
 State = PyTree[Array]
 Step = Callable[[Int[Array, ""], State, PyTree], State]
+
+
+def _is_count(value) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 1
 
 
 class AbstractCheckpoint(eqx.Module):
@@ -101,24 +107,34 @@ class StepCheckpoint(AbstractCheckpoint):
         return jax.lax.scan(body, x0, jnp.arange(steps))[0]
 
 
-def chunk_size(steps: int, levels: int) -> int:
-    """The smallest `b` with `b ** levels >= steps`."""
-    size = max(1, round(steps ** (1.0 / levels)))
-    while size**levels < steps:
-        size += 1
-    while size > 1 and (size - 1) ** levels >= steps:
-        size -= 1
-    return size
+@functools.cache
+def chunk_sizes(steps: int, levels: int) -> tuple[int, ...]:
+    """Chunk counts per level, outermost first, whose product covers `steps`.
+
+    Each level takes a size within one of the `levels`-th root of what is left,
+    choosing the combination with the smallest product: the padding (steps past
+    `steps`, computed and discarded) stays under 10% for a thousand steps or more,
+    where one size for every level could pad by half.
+    """
+    if levels == 1:
+        return (steps,)
+    root = steps ** (1.0 / levels)
+    candidates = range(max(1, math.floor(root) - 1), math.ceil(root) + 2)
+    options = [
+        (size,) + chunk_sizes(-(-steps // size), levels - 1) for size in candidates
+    ]
+    return min(options, key=lambda sizes: (math.prod(sizes), max(sizes)))
 
 
 class NestedCheckpoint(AbstractCheckpoint):
     """`levels` nested `lax.scan`s, each level's chunks under `jax.checkpoint`.
 
-    The steps are grouped into `b = ceil(steps ** (1 / levels))` chunks of `b`
-    sub-chunks, ..., down to `b` single steps; steps past `steps` (when `steps` is not
-    a perfect power) are identity. The forward pass stores the input of every chunk
-    at every level, about `levels * b` states; the backward pass recomputes each
-    chunk once per level above it. `levels=2` is the two-level sqrt(N) scheme.
+    The steps are grouped into about `b = steps ** (1 / levels)` chunks of `b`
+    sub-chunks, ..., down to single steps (`chunk_sizes`); steps past `steps` (when
+    the sizes' product exceeds it) are identity. The forward pass stores the input of
+    every chunk at every level, about `levels * b` states; the backward pass
+    recomputes each chunk once per level above it. `levels=2` is the two-level
+    sqrt(N) scheme.
 
     **Arguments:**
 
@@ -133,7 +149,7 @@ class NestedCheckpoint(AbstractCheckpoint):
     offload: bool = False
 
     def __check_init__(self):
-        if not isinstance(self.levels, int) or self.levels < 1:
+        if not _is_count(self.levels):
             raise ValueError(
                 "NestedCheckpoint `levels` must be an integer >= 1, got "
                 f"{self.levels!r}."
@@ -145,7 +161,8 @@ class NestedCheckpoint(AbstractCheckpoint):
             )
 
     def loop(self, step, x0, args, steps):
-        size = chunk_size(steps, self.levels)
+        sizes = chunk_sizes(steps, self.levels)
+        padded = math.prod(sizes) > steps
         policy = self.policy
         if self.offload:
             policy = jax.checkpoint_policies.save_and_offload_only_these_names(
@@ -156,26 +173,29 @@ class NestedCheckpoint(AbstractCheckpoint):
             )
 
         def single(start, x):
-            if size**self.levels == steps:
+            if not padded:
                 return step(start, x, args)
             # A select rather than a cond: cheaper per step than a branch, and the
-            # padding is at most a few percent of the steps.
+            # padding is small (see `chunk_sizes`). Padded steps repeat the final
+            # state's step and discard it.
             stepped = step(start, x, args)
             return jax.tree.map(
                 lambda new, old: jnp.where(start < steps, new, old), stepped, x
             )
 
-        run = single
-        for level in range(1, self.levels + 1):
-            inner, stride = run, size ** (level - 1)
+        run, stride = single, 1
+        for level, size in enumerate(reversed(sizes), start=1):
+            inner = run
             if level > 1:
                 inner = _checkpointed_chunk(inner, policy, self.offload)
 
-            def run(start, x, inner=inner, stride=stride):
+            def run(start, x, inner=inner, stride=stride, size=size):
                 def body(x, chunk):
                     return inner(start + chunk * stride, x), None
 
                 return jax.lax.scan(body, x, jnp.arange(size))[0]
+
+            stride *= size
 
         return run(jnp.asarray(0), x0)
 
@@ -245,8 +265,6 @@ def binomial_spine(steps: int, checkpoints: int) -> list[tuple[int, int]]:
     start, free = 0, checkpoints - 1
     while free > 0 and steps - start > 1:
         middle = start + static_split(steps - start, free)
-        if steps - middle == 1:
-            break
         frames.append((start, middle))
         start, free = middle, free - 1
     frames.append((start, steps))
@@ -286,7 +304,7 @@ class BinomialCheckpoint(AbstractCheckpoint):
     checkpoints: int = 32
 
     def __check_init__(self):
-        if not isinstance(self.checkpoints, int) or self.checkpoints < 1:
+        if not _is_count(self.checkpoints):
             raise ValueError(
                 "BinomialCheckpoint `checkpoints` must be an integer >= 1, got "
                 f"{self.checkpoints!r}."
@@ -324,9 +342,12 @@ def _binomial_loop_fwd(perturbed, x0_args, step, steps, checkpoints):
 
 @_binomial_loop.def_bwd
 def _binomial_loop_bwd(stored, x_bar, perturbed, x0_args, step, steps, checkpoints):
-    del perturbed
     x0, args = x0_args
     spine = binomial_spine(steps, checkpoints)
+    # Cotangents only for what is differentiated; those leaves may arrive as JAX
+    # literals (a Python float under jax.grad), so they are made arrays here.
+    diff_args, static_args = eqx.partition(args, perturbed[1])
+    diff_args = jax.tree.map(jnp.asarray, diff_args)
     slots = jax.tree.map(
         lambda s: (
             jnp.zeros((checkpoints,) + s.shape[1:], s.dtype).at[: len(spine)].set(s)
@@ -335,7 +356,6 @@ def _binomial_loop_bwd(stored, x_bar, perturbed, x0_args, step, steps, checkpoin
     )
     starts = jnp.zeros(checkpoints, int).at[: len(spine)].set([s for s, _ in spine])
     ends = jnp.zeros(checkpoints, int).at[: len(spine)].set([e for _, e in spine])
-    diff_args, static_args = eqx.partition(args, eqx.is_inexact_array)
     args_bar = jax.tree.map(jnp.zeros_like, diff_args)
     x_bar = jax.tree.map(
         lambda b, x: jnp.zeros_like(x) if b is None else b,
@@ -352,11 +372,13 @@ def _binomial_loop_bwd(stored, x_bar, perturbed, x0_args, step, steps, checkpoin
         start, end = starts[top], ends[top]
         length = end - start
         free = checkpoints - 1 - top
-        middle = start + jnp.where(
-            length == 1,
-            0,
-            jnp.where(free == 0, length - 1, split(length, jnp.maximum(free, 0))),
+        # Without a free slot, advance to the last step (no split to compute).
+        advance = jax.lax.cond(
+            free > 0,
+            lambda: split(length, jnp.maximum(free, 1)),
+            lambda: length - 1,
         )
+        middle = start + jnp.where(length == 1, 0, advance)
         x = jax.tree.map(lambda s: s[top], slots)
         x = _advance(step, x, args, start, middle)
         youturn = end - middle == 1
@@ -424,16 +446,23 @@ class RecursiveCheckpoint(AbstractCheckpoint):
 
     **Arguments:**
 
-    - `checkpoints`: as diffrax's (`None`: diffrax's default, about log2 of the
-        number of steps).
+    - `checkpoints`: as diffrax's (`None`: diffrax's default for a known number of
+        steps N, `floor(sqrt(2 N + 1/4) - 1/2)`, about 357 at 64,000 steps).
     """
 
     checkpoints: int | None = None
 
+    def __check_init__(self):
+        if self.checkpoints is not None and not _is_count(self.checkpoints):
+            raise ValueError(
+                "RecursiveCheckpoint `checkpoints` must be None or an integer >= 1, "
+                f"got {self.checkpoints!r}."
+            )
+
     def loop(self, step, x0, args, steps):
         def never_called(t, y, args):
             del t, args
-            return jnp.zeros_like(y)
+            return jax.tree.map(jnp.zeros_like, y)
 
         solution = diffrax.diffeqsolve(
             diffrax.ODETerm(never_called),
@@ -478,6 +507,7 @@ def resolve_checkpoint(checkpoint: Any) -> AbstractCheckpoint:
         and len(checkpoint) == 2
         and checkpoint[0] in sized
         and isinstance(checkpoint[1], int)
+        and not isinstance(checkpoint[1], bool)
     ):
         return sized[checkpoint[0]](checkpoint[1])
     raise ValueError(

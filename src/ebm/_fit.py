@@ -168,9 +168,13 @@ def fit(
     **Raises:**
 
     - `ValueError`: for an unknown `through` or field name, a target of the wrong
-        shape, or missing or bad `times`.
+        shape, missing or bad `times`, or bad `steps`.
+    - `RuntimeError`: when the model fails to converge at an iterate (the message
+        names the parameter values).
     """
     names = check_names(fit, "fit")
+    if isinstance(steps, bool) or not isinstance(steps, int) or steps < 1:
+        raise ValueError(f"`steps` must be an integer >= 1, got {steps!r}.")
     model = resolve_model(model, grid)
     grid = model.grid
     target = jnp.asarray(target, float)
@@ -218,11 +222,7 @@ def fit(
         if progress:
             _progress_line(step, steps, float(loss), float(norm))
         if not np.isfinite(float(loss)):
-            raise RuntimeError(
-                f"ebm.fit: the model did not converge at step {step}, with "
-                f"{_describe(names, coordinates)}: its equilibrium or run failed or "
-                "was not finite there. Start closer, or fit fewer parameters."
-            )
+            raise _not_converged(step, names, coordinates)
         if float(norm) <= gtol:
             converged = True
             break
@@ -230,6 +230,8 @@ def fit(
     else:
         step = steps
         history.append(float(loss_fn(coordinates)))
+        if not np.isfinite(history[-1]):
+            raise _not_converged(step, names, coordinates)
     if progress:
         sys.stderr.write("\n")
     fitted = with_values(
@@ -241,6 +243,14 @@ def fit(
         loss_history=np.asarray(history),
         converged=converged,
         num_steps=step,
+    )
+
+
+def _not_converged(step, names, coordinates) -> RuntimeError:
+    return RuntimeError(
+        f"ebm.fit: the model did not converge at step {step}, with "
+        f"{_describe(names, coordinates)}: its equilibrium or run failed or "
+        "was not finite there. Start closer, or fit fewer parameters."
     )
 
 
@@ -450,7 +460,7 @@ def hessian(
 
     - `params`: where to differentiate.
     - `output`: `"global_mean"` or `"ice_edge"`.
-    - `names`: two or more `Params` fields (default `("D", "B")`).
+    - `names`: one or more `Params` fields (default `("D", "B")`).
     - `through`, `years`, `T0`, `grid`, `model`, `start`: as for `ebm.sensitivity`.
 
     **Returns:**

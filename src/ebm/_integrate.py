@@ -29,10 +29,13 @@ of $\tau$ (`BACKSOLVE_HORIZON`, see `benchmarks/backsolve_horizon.py`); `integra
 refuses longer runs under it.
 """
 
+import math
+
 import diffrax
 import equinox as eqx
 import jax
 import jax.numpy as jnp
+import numpy as np
 from jaxtyping import Array, Float, Int
 
 from ._checkpoint import resolve_checkpoint
@@ -91,6 +94,17 @@ def default_controller(params: Params) -> diffrax.PIDController:
     )
 
 
+def _default_max_steps(params: Params, years) -> int:
+    """16384, or enough for `years` of capped steps (known parameters only)."""
+    leaves = (years, params.water_depth, params.B)
+    if any(isinstance(leaf, jax.core.Tracer) for leaf in leaves):
+        return 16384
+    relaxation = float(params.heat_capacity / params.B) / SECONDS_PER_YEAR
+    needed = 2 * math.ceil(float(years) / (MAX_STEP_FRACTION * relaxation))
+    # A power of two, so that runs of similar length share one compilation.
+    return max(16384, 2 ** math.ceil(math.log2(needed)))
+
+
 def resolve_adjoint(adjoint) -> diffrax.AbstractAdjoint:
     """A diffrax adjoint from a name in `ADJOINTS` or an instance."""
     if isinstance(adjoint, diffrax.AbstractAdjoint):
@@ -116,6 +130,23 @@ def fastest_time_scale(params: Params, grid: Grid) -> Scalar:
     """`C dlat^2 / (4 D)` in years: the e-folding time of the fastest diffusive mode."""
     seconds = params.heat_capacity * grid.spacing**2 / (4.0 * params.D)
     return seconds / SECONDS_PER_YEAR
+
+
+def _check_positive(name: str, value) -> None:
+    """`value` must be a positive, finite number (checked when it is not traced)."""
+    if isinstance(value, bool) or isinstance(value, jax.core.Tracer):
+        valid = not isinstance(value, bool)
+    else:
+        number = np.asarray(value)
+        valid = (
+            number.shape == ()
+            and np.issubdtype(number.dtype, np.number)
+            and bool(0 < number < np.inf)
+        )
+    if not valid:
+        raise ValueError(
+            f"`{name}` must be positive and finite (years), got {value!r}."
+        )
 
 
 class Trajectory(eqx.Module):
@@ -162,7 +193,7 @@ def integrate(
     saveat: diffrax.SaveAt | None = None,
     stepsize_controller: diffrax.AbstractStepSizeController | None = None,
     dt0=None,
-    max_steps: int = 16384,
+    max_steps: int | None = None,
     throw: bool = True,
     progress: bool = False,
 ) -> Trajectory:
@@ -186,7 +217,9 @@ def integrate(
         with steps capped at a tenth of the relaxation time `C / B` (see
         `default_controller`).
     - `dt0`: initial step, years (default: chosen by the controller).
-    - `max_steps`: step limit.
+    - `max_steps`: step limit (default: 16384, or twice the steps the default
+        controller's cap implies for `years` when that is more, rounded up to a
+        power of two).
     - `throw`: raise if the solve fails (default), else return the failure code.
     - `progress`: print diffrax's text progress meter (percent of `years` done).
 
@@ -202,8 +235,7 @@ def integrate(
         measured horizon (see the module docstring), or when the solve fails.
     """
     model = resolve_model(model, grid)
-    if isinstance(years, (int, float)) and not 0 < years < float("inf"):
-        raise ValueError(f"`years` must be positive and finite, got {years}.")
+    _check_positive("years", years)
     T0 = initial_profile("present" if T0 is None else T0, params, model.grid, "T0")
     adjoint_name = adjoint if isinstance(adjoint, str) else type(adjoint).__name__
     adjoint = resolve_adjoint(adjoint)
@@ -211,6 +243,8 @@ def integrate(
         solver = default_solver()
     if stepsize_controller is None:
         stepsize_controller = default_controller(params)
+    if max_steps is None:
+        max_steps = _default_max_steps(params, years)
     if saveat is None:
         saveat = diffrax.SaveAt(t1=True)
     else:
@@ -359,8 +393,7 @@ def integrate_fixed(
     model = resolve_model(model, grid)
     if isinstance(steps, bool) or not isinstance(steps, int) or steps < 1:
         raise ValueError(f"`steps` must be an integer >= 1, got {steps!r}.")
-    if isinstance(dt, (int, float)) and not 0 < dt < float("inf"):
-        raise ValueError(f"`dt` must be positive and finite (years), got {dt}.")
+    _check_positive("dt", dt)
     T0 = initial_profile("present" if T0 is None else T0, params, model.grid, "T0")
     stepper = resolve_stepper(stepper)
     checkpoint = resolve_checkpoint(checkpoint)
@@ -382,6 +415,12 @@ def integrate_fixed(
 def _integrate_fixed(
     params, dt, steps, model, T0, stepper, checkpoint, throw
 ) -> Trajectory:
+    if isinstance(dt, jax.Array):
+        T0 = eqx.error_if(
+            T0,
+            jnp.logical_not(jnp.isfinite(dt) & (dt > 0)),
+            "`dt` must be positive and finite (years).",
+        )
     stepper_state = stepper.init(model, params, T0, dt)
     args = (model, stepper, params, stepper_state, dt)
     T = checkpoint.loop(_fixed_step, T0, args, steps)

@@ -221,6 +221,7 @@ def memory_table(
                 row |= dict(
                     seconds=seconds,
                     runs=runs,
+                    repeats=repeats,
                     time_ratio=seconds / forward_seconds,
                     max_relative_difference=float(difference),
                 )
@@ -237,8 +238,8 @@ def format_row(row: dict) -> str:
         timing = f"not run: {row['skipped']}"
     else:
         timing = f"{seconds:9.4f} s ({row['time_ratio']:6.2f} x fwd)"
-        if row.get("runs") == 1:
-            timing += " (1 run)"
+        if row.get("runs", 0) < row.get("repeats", 0):
+            timing += f" ({row['runs']} run, over the time budget)"
         if "max_relative_difference" in row:
             timing += f"  diff {row['max_relative_difference']:.1e}"
     return (
