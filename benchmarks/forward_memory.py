@@ -15,13 +15,12 @@ Run: python benchmarks/forward_memory.py [--steps 1000 64000]
 
 import argparse
 import json
-import os
 import pathlib
-import platform
 import time
 
 import diffrax
 import jax
+from _machine import machine
 
 import ebm
 
@@ -93,11 +92,7 @@ def main():
         command="python benchmarks/forward_memory.py --steps "
         + " ".join(map(str, arguments.steps)),
         model="default 60-cell EBM, dt = 5 days, Jacobian of T (60) wrt 12 parameters",
-        device=str(jax.devices()[0]),
-        platform=platform.platform(),
-        cpu_count=os.cpu_count(),
-        jax=jax.__version__,
-        ebm=ebm.__version__,
+        machine=machine(),
         rows=rows,
     )
     arguments.output.write_text(json.dumps(record, indent=2) + "\n")

@@ -19,11 +19,9 @@ records when it was measured.)
 import argparse
 import datetime
 import json
-import os
 import pathlib
-import platform
 
-import jax
+from _machine import machine
 
 import ebm
 from ebm._memory import DEFAULT_SCHEDULES, schedule_name
@@ -94,11 +92,7 @@ def main():
         benchmark="memory",
         commands=commands,
         model="default 60-cell EBM, IMEXEuler, dt = 5 days",
-        device=str(jax.devices()[0]),
-        platform=platform.platform(),
-        cpu_count=os.cpu_count(),
-        jax=jax.__version__,
-        ebm=ebm.__version__,
+        machine=machine(),
         repeats=arguments.repeats,
         rows=rows,
     )
