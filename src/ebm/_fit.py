@@ -382,8 +382,9 @@ def sensitivity(
     """
     names = check_names(Params.field_names() if names is None else names, "names")
     model = resolve_model(model, grid)
-    fn = _output_function(params, output, through, years, T0, model, start, "forward")
-    values = {name: getattr(params, name) for name in names}
+    fn, values = _output_function(
+        params, output, names, through, years, T0, model, start, "forward"
+    )
     value, jacobian = _value_and_jacfwd(fn, values)
     return Sensitivity(
         output=output,
@@ -394,8 +395,8 @@ def sensitivity(
     )
 
 
-def _output_function(params, output, through, years, T0, model, start, adjoint):
-    """`values -> output` of `params` with the fields in `values` replaced."""
+def _output_function(params, output, names, through, years, T0, model, start, adjoint):
+    """`values -> output` (`params` with the named fields replaced), and `values`."""
     if output not in OUTPUTS:
         raise ValueError(f"`output` must be one of {OUTPUTS}, got {output!r}.")
     if through == "equilibrium":
@@ -418,7 +419,7 @@ def _output_function(params, output, through, years, T0, model, start, adjoint):
     def fn(values):
         return getattr(solve(with_values(params, values)), output)
 
-    return fn
+    return fn, {name: getattr(params, name) for name in names}
 
 
 class Hessian(eqx.Module):
@@ -475,8 +476,9 @@ def hessian(
     if output == "T":
         raise ValueError("`output` must be a scalar ('global_mean' or 'ice_edge').")
     model = resolve_model(model, grid)
-    fn = _output_function(params, output, through, years, T0, model, start, "direct")
-    values = {name: getattr(params, name) for name in names}
+    fn, values = _output_function(
+        params, output, names, through, years, T0, model, start, "direct"
+    )
     gradient, matrix = _gradient_and_hessian(fn, values)
     return Hessian(
         output=output,

@@ -39,7 +39,7 @@ import numpy as np
 from jaxtyping import Array, Float, Int
 
 from ._checkpoint import resolve_checkpoint
-from ._constants import SECONDS_PER_YEAR
+from ._constants import SECONDS_PER_YEAR, WATER_DENSITY, WATER_HEAT_CAPACITY
 from ._custom_types import Scalar, Temperature
 from ._equilibrium import initial_profile, resolve_model
 from ._grid import Grid
@@ -99,7 +99,9 @@ def _default_max_steps(params: Params, years) -> int:
     leaves = (years, params.water_depth, params.B)
     if any(isinstance(leaf, jax.core.Tracer) for leaf in leaves):
         return 16384
-    relaxation = float(params.heat_capacity / params.B) / SECONDS_PER_YEAR
+    # In Python floats: a jnp operation inside a caller's jit would be traced.
+    heat_capacity = WATER_DENSITY * WATER_HEAT_CAPACITY * float(params.water_depth)
+    relaxation = heat_capacity / float(params.B) / SECONDS_PER_YEAR
     needed = 2 * math.ceil(float(years) / (MAX_STEP_FRACTION * relaxation))
     # A power of two, so that runs of similar length share one compilation.
     return max(16384, 2 ** math.ceil(math.log2(needed)))
