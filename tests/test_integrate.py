@@ -128,3 +128,12 @@ def test_progress_meter_is_off_by_default_and_on_when_asked(params, capfd):
     assert "%" not in capfd.readouterr().out
     ebm.integrate(params, years=0.1, progress=True)
     assert "100.00%" in capfd.readouterr().out
+
+
+def test_long_runs_get_enough_steps_for_the_step_cap(params):
+    # 1500 years of steps capped at C / (10 B) is about 23,000 steps, past the
+    # 16384 that used to be the default limit.
+    start = ebm.equilibrium(params).T
+    run = ebm.integrate(params, years=1500.0, T0=start)
+    assert int(run.num_steps) > 16384
+    assert float(jnp.max(jnp.abs(run.T - start))) < 1e-6
