@@ -212,6 +212,8 @@ def test_nested_chunk_sizes_cover_the_steps_with_little_padding():
         for levels in (1, 2, 3, 4):
             sizes = chunk_sizes(steps, levels)
             assert len(sizes) == levels and np.prod(sizes) >= steps
+            if steps >= 2**levels:
+                assert min(sizes) >= 2, (steps, levels, sizes)
             if steps >= 1000:
                 assert np.prod(sizes) <= 1.1 * steps, (steps, levels, sizes)
 

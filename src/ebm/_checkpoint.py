@@ -119,7 +119,9 @@ def chunk_sizes(steps: int, levels: int) -> tuple[int, ...]:
     if levels == 1:
         return (steps,)
     root = steps ** (1.0 / levels)
-    candidates = range(max(1, math.floor(root) - 1), math.ceil(root) + 2)
+    # At least 2 per level where there are steps enough, so that no level is empty.
+    smallest = 2 if steps >= 2**levels else 1
+    candidates = range(max(smallest, math.floor(root) - 1), math.ceil(root) + 2)
     options = [
         (size,) + chunk_sizes(-(-steps // size), levels - 1) for size in candidates
     ]
