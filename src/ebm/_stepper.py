@@ -64,13 +64,10 @@ class AbstractStepper(eqx.Module):
         """`T` at `t + dt` from `T` at `t` (years)."""
 
 
-def _tridiagonal_jacobian(tendency, T: Temperature) -> TridiagonalMatrix:
-    """The tridiagonal part of `d tendency / dT` at `T`, K per year per K."""
-
-    def matvec(direction):
-        return jax.jvp(tendency, (T,), (direction,))[1]
-
-    return probe_tridiagonal(matvec, T.shape[0], T.dtype)
+def _linearise(tendency, T: Temperature) -> tuple[Temperature, TridiagonalMatrix]:
+    """`tendency(T)` and the tridiagonal part of its Jacobian, K per year per K."""
+    value, linear = jax.linearize(tendency, T)
+    return value, probe_tridiagonal(linear, T.shape[0], T.dtype)
 
 
 def _named_tendency(model, t, T, params):
@@ -83,7 +80,7 @@ class ExplicitEuler(AbstractStepper):
 
     def init(self, model, params, T0, dt):
         # The most negative eigenvalue of the Jacobian at the start decides stability.
-        jacobian = _tridiagonal_jacobian(lambda T: model.tendency(T, params), T0)
+        _, jacobian = _linearise(lambda T: model.tendency(T, params), T0)
         fastest_rate = jacobian.shifted(0.0).leading_eigenvalue()
         limit = 2.0 / fastest_rate
         dt = jnp.asarray(dt, T0.dtype)
@@ -110,7 +107,7 @@ class IMEXEuler(AbstractStepper):
             heating = model.heat_convergence(T, params)
             return heating * SECONDS_PER_YEAR / params.heat_capacity
 
-        return _tridiagonal_jacobian(transport, T0).shifted(1.0 / dt)
+        return _linearise(transport, T0)[1].shifted(1.0 / dt)
 
     def step(self, model, state, t, T, params, dt):
         # state = I/dt - L, so the increment is state^{-1} f.
@@ -126,8 +123,9 @@ class LinearlyImplicitEuler(AbstractStepper):
 
     def step(self, model, state, t, T, params, dt):
         del state
-        jacobian = _tridiagonal_jacobian(lambda T: model(t, T, params), T)
-        tendency = _named_tendency(model, t, T, params)
+        # One linearisation gives both the tendency and its Jacobian.
+        tendency, jacobian = _linearise(lambda T: model(t, T, params), T)
+        tendency = checkpoint_name(tendency, "ebm_tendency")
         return T + jacobian.shifted(1.0 / dt).solve(tendency)
 
 
