@@ -183,6 +183,11 @@ _FORWARD_MODE_HINT = (
 )
 
 
+def _is_forward_mode_error(error: TypeError) -> bool:
+    """Whether JAX refused to apply forward mode to a reverse-only custom_vjp."""
+    return "jvp" in str(error) or "forward-mode" in str(error)
+
+
 def integrate(
     params: Params,
     *,
@@ -270,7 +275,7 @@ def integrate(
             diffrax.TextProgressMeter() if progress else diffrax.NoProgressMeter(),
         )
     except TypeError as error:
-        if "jvp" in str(error) or "forward-mode" in str(error):
+        if _is_forward_mode_error(error):
             raise ValueError(_FORWARD_MODE_HINT.format(name=adjoint_name)) from error
         raise
 
@@ -404,7 +409,7 @@ def integrate_fixed(
             params, dt, steps, model, T0, stepper, checkpoint, throw
         )
     except TypeError as error:
-        if "jvp" in str(error) or "forward-mode" in str(error):
+        if _is_forward_mode_error(error):
             raise ValueError(
                 f"checkpoint={type(checkpoint).__name__} supports reverse mode "
                 "(jax.grad, jax.vjp) only; for forward mode (jax.jvp, jax.jacfwd) "
