@@ -38,10 +38,12 @@ def finite_difference(fn, params: ebm.Params, name: str, *, relative_step=1e-6):
     return (8 * (at(step) - at(-step)) - (at(2 * step) - at(-2 * step))) / (12 * step)
 
 
-def assert_gradient_matches_fd(fn, params, gradient, names, *, rtol=1e-6, atol=0.0):
+def assert_gradient_matches_fd(
+    fn, params, gradient, names, *, rtol=1e-6, atol=0.0, relative_step=1e-6
+):
     """Each named component of `gradient` equals the finite difference of `fn`."""
     for name in names:
-        expected = finite_difference(fn, params, name)
+        expected = finite_difference(fn, params, name, relative_step=relative_step)
         actual = float(getattr(gradient, name))
         assert np.isclose(actual, expected, rtol=rtol, atol=atol), (
             f"d/d{name}: autodiff {actual!r} vs finite differences {expected!r}"

@@ -24,10 +24,11 @@ def test_present_day_equilibrium(params):
     model = ebm.EnergyBalanceModel()
     assert float(jnp.max(jnp.abs(model.energy_budget(state.T, params)))) < 1e-9
     assert 0 < float(state.ice_edge) < 90
-    # Energy balance of the whole planet: absorbed solar equals OLR in the mean.
+    # Energy balance of the whole planet: absorbed solar equals OLR in the mean, to
+    # within the residual (transport moves energy and creates none).
     absorbed = model.global_mean(model.absorbed_solar(state.T, params))
     emitted = model.global_mean(model.outgoing_longwave(state.T, params))
-    assert abs(float(absorbed - emitted)) < 1e-10
+    assert abs(float(absorbed - emitted)) <= float(state.residual) + 1e-12
 
 
 def test_cold_start_is_a_snowball(params):

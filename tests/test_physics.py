@@ -1,5 +1,6 @@
 import hypothesis.extra.numpy as hnp
 import hypothesis.strategies as st
+import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
@@ -7,6 +8,7 @@ from hypothesis import given, settings
 
 import ebm
 from ebm._constants import EARTH_RADIUS, PETAWATT
+from ebm._physics.albedo import ice_fraction, mean_ice_fraction
 
 
 @settings(max_examples=40, deadline=None)
@@ -62,7 +64,7 @@ def test_insolation_global_mean_tends_to_quarter_solar_constant():
 
 
 def test_smooth_albedo_tends_to_step():
-    model = ebm.EnergyBalanceModel()
+    model = ebm.EnergyBalanceModel(albedo=ebm.SmoothIceAlbedo())
     T = jnp.linspace(-40, 30, 60)
     for width in (1.0, 0.1, 0.01):
         params = ebm.Params(ice_width=width)
@@ -72,6 +74,71 @@ def test_smooth_albedo_tends_to_step():
         step = jnp.where(T < params.Tf, params.ai, warm)
         np.testing.assert_allclose(albedo[away], step[away], atol=1e-12)
         assert bool(jnp.all((albedo >= 0) & (albedo <= 1)))
+
+
+def test_subgrid_albedo_is_the_mean_over_each_cell():
+    grid = ebm.Grid()
+    params = ebm.Params(ice_width=0.5)
+    # Uniform temperature: the cell mean is the centre value.
+    for T in (-30.0, -10.2, -9.9, 5.0):
+        profile = jnp.full(grid.n_lat, T)
+        np.testing.assert_allclose(
+            ebm.SubgridIceAlbedo()(profile, params, grid),
+            ebm.SmoothIceAlbedo()(profile, params, grid),
+            atol=1e-14,
+        )
+    # A linear profile: each half-cell's closed form against quadrature of the blend.
+    T = jnp.linspace(-25.0, 5.0, grid.n_lat)
+    albedo = ebm.SubgridIceAlbedo()(T, params, grid)
+    faces = 0.5 * (T[1:] + T[:-1])
+    south = jnp.concatenate([T[:1], faces])
+    north = jnp.concatenate([faces, T[-1:]])
+    nodes = (jnp.arange(4000.0) + 0.5) / 4000
+
+    def half_cell_mean(a, b):
+        return jnp.mean(
+            jax.vmap(lambda s: ice_fraction(a + s * (b - a), params))(nodes), axis=0
+        )
+
+    ice = 0.5 * (half_cell_mean(south, T) + half_cell_mean(T, north))
+    warm = params.a0 + params.a2 * 0.5 * (3 * grid.sin_lat**2 - 1)
+    np.testing.assert_allclose(albedo, warm + (params.ai - warm) * ice, atol=1e-8)
+
+
+def test_subgrid_albedo_moves_the_ice_edge_continuously():
+    # Shift a linear profile through one cell: the cell-centred albedo jumps as the
+    # centre crosses Tf; the cell mean changes smoothly, even for a sharp step.
+    grid = ebm.Grid()
+    params = ebm.Params(ice_width=0.01)
+    base = jnp.linspace(-40.0, 20.0, grid.n_lat)
+    shifts = jnp.linspace(0.0, 1.0, 201)
+
+    def absorbed(albedo, shift):
+        return jnp.sum(albedo(base + shift, params, grid))
+
+    for albedo, continuous in (
+        (ebm.SubgridIceAlbedo(), True),
+        (ebm.SmoothIceAlbedo(), False),
+    ):
+        values = jax.vmap(lambda s: absorbed(albedo, s))(shifts)
+        largest_jump = float(jnp.max(jnp.abs(jnp.diff(values))))
+        assert (largest_jump < 0.01) == continuous, (albedo, largest_jump)
+
+
+def test_mean_ice_fraction_is_smooth_where_the_cell_is_uniform():
+    # Below |b - a| = 1e-5 width the quotient gives way to the midpoint rule: both
+    # agree with quadrature on either side, and the derivative stays finite.
+    params = ebm.Params(ice_width=1.0)
+    a = jnp.array(-10.3)
+    nodes = (jnp.arange(1000.0) + 0.5) / 1000
+    for gap in (1e-3, 2e-5, 5e-6, 0.0):
+        value = mean_ice_fraction(a, a + gap, params)
+        quadrature = jnp.mean(ice_fraction(a + gap * nodes, params))
+        np.testing.assert_allclose(value, quadrature, rtol=1e-10)
+        slope = jax.grad(lambda b: mean_ice_fraction(a, b, params))(a + gap)
+        np.testing.assert_allclose(
+            slope, 0.5 * jax.grad(lambda T: ice_fraction(T, params))(a), rtol=1e-2
+        )
 
 
 def test_swapping_one_term():

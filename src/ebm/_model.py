@@ -28,7 +28,7 @@ from ._constants import SECONDS_PER_YEAR
 from ._custom_types import EdgeValues, Flux, Scalar, Temperature
 from ._grid import Grid
 from ._params import Params
-from ._physics.albedo import SmoothIceAlbedo
+from ._physics.albedo import SubgridIceAlbedo
 from ._physics.base import (
     AbstractAlbedo,
     AbstractInsolation,
@@ -86,7 +86,7 @@ class EnergyBalanceModel(eqx.Module):
 
     grid: Grid = Grid()
     insolation: AbstractInsolation = P2Insolation()
-    albedo: AbstractAlbedo = SmoothIceAlbedo()
+    albedo: AbstractAlbedo = SubgridIceAlbedo()
     longwave: AbstractLongwave = LinearLongwave()
     transport: AbstractTransport = DiffusiveTransport()
 

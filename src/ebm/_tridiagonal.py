@@ -7,10 +7,13 @@ vectors $e^{(k)}_j = [j \bmod 3 = k]$ recover its three diagonals exactly (each 
 meets each probe in exactly one of its three non-zero columns), at O(n) cost and
 memory; no dense Jacobian is ever formed.
 
-Diffusion is self-adjoint in the area-weighted inner product, so $W J$ is symmetric
-($W$ the diagonal of area weights) and $J$ is similar to the symmetric tridiagonal
-matrix with the same diagonal and off-diagonals $\sqrt{J_{i,i+1} J_{i+1,i}}$: its
-eigenvalues are real, and the largest one decides stability.
+Diffusion is self-adjoint in the area-weighted inner product, so with local terms
+$W J$ is symmetric ($W$ the diagonal of area weights). More generally, a real
+tridiagonal matrix whose off-diagonal pairs have positive products (diffusion's
+couplings, $\sim D/\Delta\phi^2$, dominate the sub-grid albedo's) is similar to the
+symmetric tridiagonal matrix with the same diagonal and off-diagonals
+$\sqrt{J_{i,i+1} J_{i+1,i}}$: its eigenvalues are real, and the largest one decides
+stability.
 
 For a user's term that is not local, the probed tridiagonal is only an approximation
 of $J$: it still preconditions the Krylov solves (which use the exact Jacobian-vector
@@ -103,16 +106,22 @@ class TridiagonalMatrix(eqx.Module):
         any_positive = self.count_eigenvalues_above(0.0) > 0
         return jax.lax.cond(any_positive, bisect, lambda: jnp.zeros((), off.dtype))
 
-    def leading_eigenvalue(self) -> Scalar:
-        """Largest eigenvalue of the symmetrised matrix (see the module docstring)."""
-        n = self.diagonal.shape[0]
+    def _eigenvalue(self, index: int) -> Scalar:
         return eigh_tridiagonal(
             self.diagonal,
             self._symmetrised_off_diagonal(),
             eigvals_only=True,
             select="i",
-            select_range=(n - 1, n - 1),
+            select_range=(index, index),
         )[0]
+
+    def leading_eigenvalue(self) -> Scalar:
+        """Largest eigenvalue of the symmetrised matrix (see the module docstring)."""
+        return self._eigenvalue(self.diagonal.shape[0] - 1)
+
+    def lowest_eigenvalue(self) -> Scalar:
+        """Smallest (most negative) eigenvalue of the symmetrised matrix."""
+        return self._eigenvalue(0)
 
 
 def probe_tridiagonal(

@@ -9,6 +9,27 @@ $$\alpha(T, \phi) = \alpha_w(\phi) + \left(a_i - \alpha_w(\phi)\right)
 \tfrac{1}{2}\left(1 - \tanh\frac{T - T_f}{w}\right),$$
 
 which tends to the step as $w \to 0$ and has a derivative everywhere.
+
+Where the ice edge crosses a grid cell, the temperature changes across that cell by
+$\Delta T \approx |\partial_\phi T|\,\Delta\phi$ (2-3 K on a 3-degree grid), more than a
+1 K transition width. Evaluated at cell centres (`SmoothIceAlbedo`, climlab's
+choice), the albedo then jumps as the edge passes from cell to cell: the edge is
+pinned to the grid, and between cells the branch of equilibria folds back on itself
+once per cell (a staircase of grid-scale saddle-nodes, 17 folds in S0 on 90 cells
+where the continuum model has 4). `SubgridIceAlbedo`, the default, removes the
+pinning with the cell's *mean* ice fraction: temperature is reconstructed linearly
+between the cell centre and its two faces (the face value is the mean of the two
+neighbours; the poles have zero gradient), and the blend is averaged over that
+profile exactly,
+
+$$\overline{f}(a, b) = \frac{1}{b - a}\int_a^b \tfrac12\left(1 - \tanh\frac{T-T_f}{w}
+\right)dT = \tfrac12\left(1 - w\,\frac{\log\cosh\frac{b - T_f}{w} -
+\log\cosh\frac{a - T_f}{w}}{b - a}\right),$$
+
+over each half-cell. As $w \to 0$ this is the fraction of the cell below $T_f$, which
+moves continuously with the edge, so the sharp limit stays well posed. Each cell's
+albedo depends on its neighbours, so the Jacobian is still tridiagonal. Both forms
+converge to the same continuum model as the grid is refined.
 """
 
 import equinox as eqx
@@ -28,12 +49,65 @@ def ice_fraction(T: Temperature, params: Params) -> Flux:
     return 0.5 * (1.0 - jnp.tanh((T - params.Tf) / params.ice_width))
 
 
+def ice_free_albedo(params: Params, grid: Grid) -> Flux:
+    """`a0 + a2 P2(sin lat)`: the albedo of each cell without ice."""
+    return params.a0 + params.a2 * legendre_p2(grid.sin_lat)
+
+
 class SmoothIceAlbedo(AbstractAlbedo):
-    """`a0 + a2 P2(sin lat)` above `Tf`, `ai` below, blended over `ice_width`."""
+    """The blend evaluated at cell centres (climlab's choice, with a smooth step).
+
+    The ice edge is pinned to the grid when `ice_width` is below the temperature
+    change across a cell; see the module docstring.
+    """
 
     def __call__(self, T: Temperature, params: Params, grid: Grid) -> Flux:
-        warm = params.a0 + params.a2 * legendre_p2(grid.sin_lat)
+        warm = ice_free_albedo(params, grid)
         return warm + (params.ai - warm) * ice_fraction(T, params)
+
+
+def _log_cosh(x):
+    x = jnp.abs(x)
+    return x + jnp.log1p(jnp.exp(-2 * x)) - jnp.log(2.0)
+
+
+def mean_ice_fraction(a, b, params: Params):
+    """Mean of `ice_fraction` over a temperature varying linearly from `a` to `b`."""
+    width = params.ice_width
+    difference = b - a
+    # The quotient's rounding, ~eps |T - Tf| / |b - a|, and the midpoint rule's
+    # error, ~(b - a)^2 / (24 width^2), balance near |b - a| = 1e-5 width.
+    close = jnp.abs(difference) < 1e-5 * width
+    safe_difference = jnp.where(close, 1.0, difference)
+    mean_tanh = (
+        width
+        * (_log_cosh((b - params.Tf) / width) - _log_cosh((a - params.Tf) / width))
+        / safe_difference
+    )
+    midpoint_tanh = jnp.tanh((0.5 * (a + b) - params.Tf) / width)
+    return 0.5 * (1.0 - jnp.where(close, midpoint_tanh, mean_tanh))
+
+
+class SubgridIceAlbedo(AbstractAlbedo):
+    """The blend averaged over each cell's reconstructed temperature (the default).
+
+    `ai` below `Tf`, `a0 + a2 P2(sin lat)` above, blended over `ice_width`, and
+    averaged over the linear temperature profile between each cell's centre and
+    faces, so the ice edge moves continuously through cells instead of jumping from
+    centre to centre. See the module docstring.
+    """
+
+    def __call__(self, T: Temperature, params: Params, grid: Grid) -> Flux:
+        faces = 0.5 * (T[1:] + T[:-1])
+        # The poles have no heat flux, hence no gradient: the face there is the cell.
+        south_faces = jnp.concatenate([T[:1], faces])
+        north_faces = jnp.concatenate([faces, T[-1:]])
+        ice = 0.5 * (
+            mean_ice_fraction(south_faces, T, params)
+            + mean_ice_fraction(T, north_faces, params)
+        )
+        warm = ice_free_albedo(params, grid)
+        return warm + (params.ai - warm) * ice
 
 
 class PrescribedAlbedo(AbstractAlbedo):
