@@ -35,6 +35,7 @@ from ._grid import Grid
 from ._integrate import integrate
 from ._model import EnergyBalanceModel
 from ._params import Params
+from ._results import RESULTS
 
 
 POSITIVE = ("B", "D", "S0", "water_depth", "ice_width")
@@ -301,7 +302,7 @@ def _loss_function(
                 saveat=saveat,
                 throw=False,
             )
-            return run.Ts, run.result == diffrax.RESULTS.successful
+            return run.Ts, run.result == RESULTS.successful
 
     else:
         raise ValueError(

@@ -45,6 +45,7 @@ from ._equilibrium import initial_profile, resolve_model
 from ._grid import Grid
 from ._model import EnergyBalanceModel
 from ._params import Params
+from ._results import RESULTS
 from ._stepper import resolve_stepper
 from ._tridiagonal import ProbedTridiagonal
 
@@ -162,7 +163,8 @@ class Trajectory(eqx.Module):
     - `ice_edge`: final northern-hemisphere ice edge, degrees.
     - `ts`: saved times, years (`None` unless `saveat` asks for them).
     - `Ts`: saved profiles, shape `(time, lat)` (`None` unless asked for).
-    - `result`: a `diffrax.RESULTS`.
+    - `result`: an `ebm.RESULTS` (diffrax's codes, and `nonfinite_state` for a
+        fixed-step run that blew up); `RESULTS.successful` when it finished.
     - `num_steps`: accepted plus rejected steps taken.
     """
 
@@ -172,7 +174,7 @@ class Trajectory(eqx.Module):
     ice_edge: Scalar
     ts: Float[Array, " time"] | None
     Ts: Float[Array, "time lat"] | None
-    result: diffrax.RESULTS
+    result: RESULTS
     num_steps: Int[Array, ""]
 
 
@@ -334,15 +336,8 @@ def _integrate(
         ice_edge=model.ice_edge(T, params),
         ts=ts,
         Ts=Ts,
-        result=solution.result,
+        result=RESULTS.promote(solution.result),
         num_steps=solution.stats["num_steps"],
-    )
-
-
-class RESULTS(diffrax.RESULTS):  # pyright: ignore[reportGeneralTypeIssues]
-    nonfinite_state = (
-        "The temperature became non-finite during a fixed-step run: the step is too "
-        "large for the stepper (try IMEXEuler, or a smaller dt)."
     )
 
 
