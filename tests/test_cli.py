@@ -91,3 +91,10 @@ def test_sensitivities_example_runs(tmp_path):
     assert "with ice-albedo feedback" in result.stdout
     assert "(= F / B = 1.8500 K" in result.stdout
     assert (tmp_path / "sensitivities.png").stat().st_size > 10_000
+
+
+def test_snowball_hysteresis_example_runs(tmp_path):
+    result = _run_example("snowball_hysteresis.py", cwd=tmp_path)
+    assert result.stdout.count("4 folds") == 2
+    assert "snowball fold from today's climate" in result.stdout
+    assert (tmp_path / "hysteresis.png").stat().st_size > 10_000

@@ -21,8 +21,15 @@ from ._checkpoint import (  # noqa: E402
     RecursiveCheckpoint as RecursiveCheckpoint,
     StepCheckpoint as StepCheckpoint,
 )
+from ._continuation import (  # noqa: E402
+    Branch as Branch,
+    Fold as Fold,
+    continuation as continuation,
+    fold as fold,
+)
 from ._equilibrium import (  # noqa: E402
     Equilibrium as Equilibrium,
+    NearFoldWarning as NearFoldWarning,
     equilibrium as equilibrium,
 )
 from ._fit import (  # noqa: E402
@@ -53,6 +60,7 @@ from ._params import Params as Params  # noqa: E402
 from ._physics.albedo import (  # noqa: E402
     PrescribedAlbedo as PrescribedAlbedo,
     SmoothIceAlbedo as SmoothIceAlbedo,
+    SubgridIceAlbedo as SubgridIceAlbedo,
 )
 from ._physics.base import (  # noqa: E402
     AbstractAlbedo as AbstractAlbedo,
@@ -64,6 +72,7 @@ from ._physics.insolation import P2Insolation as P2Insolation  # noqa: E402
 from ._physics.longwave import LinearLongwave as LinearLongwave  # noqa: E402
 from ._physics.transport import DiffusiveTransport as DiffusiveTransport  # noqa: E402
 from ._plot import (  # noqa: E402
+    plot_branch as plot_branch,
     plot_equilibrium as plot_equilibrium,
     plot_fit as plot_fit,
     plot_memory_scaling as plot_memory_scaling,
@@ -72,6 +81,7 @@ from ._plot import (  # noqa: E402
 from ._pseudo_transient import (  # noqa: E402
     PseudoTransientContinuation as PseudoTransientContinuation,
 )
+from ._results import RESULTS as RESULTS  # noqa: E402
 from ._stepper import (  # noqa: E402
     AbstractStepper as AbstractStepper,
     ExplicitEuler as ExplicitEuler,

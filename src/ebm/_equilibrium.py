@@ -16,7 +16,16 @@ long the spin-up would have taken. The solve is matrix-free: GMRES on the
 Jacobian-vector product, preconditioned by the Jacobian's tridiagonal part found
 from three such products (`ebm.TridiagonalPreconditionedGMRES`). Memory and work are
 O(n_lat); no dense Jacobian is formed.
+
+Near a fold (see `ebm.continuation`) the leading eigenvalue $\lambda_1$ of $J$ tends
+to zero like the square root of the distance to the fold, and so does every
+derivative's denominator: $\partial T^*/\partial\theta$ grows like $1/|\lambda_1|$
+(200 times the no-feedback response $1/B$ within 1e-6 W m-2 of the snowball fold in
+S0). `Equilibrium` reports $\lambda_1$ and the condition number of $J$, and
+`equilibrium` warns (`ebm.NearFoldWarning`) when $|\lambda_1|$ is below `near_fold`.
 """
+
+import warnings
 
 import equinox as eqx
 import jax
@@ -94,6 +103,27 @@ def resolve_model(model: EnergyBalanceModel | None, grid: Grid | None):
     return model
 
 
+class NearFoldWarning(RuntimeWarning):
+    """An equilibrium is so close to a fold that its implicit gradient is unreliable."""
+
+
+def _warn_near_fold(leading_eigenvalue, condition_number, threshold):
+    leading_eigenvalue = np.asarray(leading_eigenvalue)
+    condition_number = np.asarray(condition_number)
+    near = np.abs(leading_eigenvalue) < threshold
+    if np.any(near):
+        warnings.warn(
+            "ebm.equilibrium: the equilibrium is close to a fold: leading eigenvalue "
+            f"{leading_eigenvalue[near].ravel()[0]:.3g} W m-2 K-1 (|.| < near_fold = "
+            f"{threshold:g}), condition number "
+            f"{condition_number[near].ravel()[0]:.3g}. "
+            "Its derivatives grow like 1/|eigenvalue| and are ill-conditioned; the "
+            "tipping point itself is `ebm.fold`.",
+            NearFoldWarning,
+            stacklevel=2,
+        )
+
+
 class Equilibrium(eqx.Module):
     """An equilibrium of the energy-balance model.
 
@@ -105,7 +135,11 @@ class Equilibrium(eqx.Module):
     - `ice_edge`: northern-hemisphere ice edge, degrees (90 ice-free, 0 snowball).
     - `residual`: largest absolute energy budget at `T`, W m-2.
     - `leading_eigenvalue`: largest eigenvalue of the Jacobian of the energy budget,
-        W m-2 K-1; negative for a stable state. Not differentiated.
+        W m-2 K-1; negative for a stable state, and tending to zero at a fold. Not
+        differentiated.
+    - `condition_number`: largest over smallest absolute eigenvalue of the
+        Jacobian: how much the implicit solve can amplify errors. It grows with
+        resolution like 1/dlat^2 and without bound at a fold. Not differentiated.
     - `stable`: whether `leading_eigenvalue < 0`.
     - `result`: an `optimistix.RESULTS`; `RESULTS.successful` when converged.
     - `num_steps`: root-finder iterations taken.
@@ -118,6 +152,7 @@ class Equilibrium(eqx.Module):
     ice_edge: Scalar
     residual: Scalar
     leading_eigenvalue: Scalar
+    condition_number: Scalar
     stable: Bool[Array, ""]
     result: optx.RESULTS
     num_steps: Int[Array, ""]
@@ -146,6 +181,7 @@ def equilibrium(
         linear_solver=TridiagonalPreconditionedGMRES()
     ),
     max_steps: int = 256,
+    near_fold: float | None = 1e-2,
     throw: bool = True,
 ) -> Equilibrium:
     """The stable equilibrium reached from `start`, found by a root-find.
@@ -163,6 +199,9 @@ def equilibrium(
     - `solver`: the root-finder (default `ebm.PseudoTransientContinuation()`).
     - `adjoint`: how to differentiate (default implicit, matrix-free GMRES).
     - `max_steps`: root-finder iteration limit.
+    - `near_fold`: warn (`ebm.NearFoldWarning`) when the leading eigenvalue is
+        within this of zero, W m-2 K-1 (default 1e-2: derivatives amplified 200
+        times over the no-feedback response 1/B); `None` never warns.
     - `throw`: if `True` (default), raise when the root-find fails; if `False`,
         return with `result` set to the failure code.
 
@@ -200,6 +239,13 @@ def equilibrium(
     )
     jacobian = probe_tridiagonal(linear, grid.n_lat, T.dtype)
     leading_eigenvalue = jacobian.leading_eigenvalue()
+    condition_number = jnp.abs(jacobian.lowest_eigenvalue()) / jnp.abs(
+        leading_eigenvalue
+    )
+    if near_fold is not None:
+        jax.debug.callback(
+            _warn_near_fold, leading_eigenvalue, condition_number, near_fold
+        )
     return Equilibrium(
         T=T,
         lat=grid.lat,
@@ -207,6 +253,7 @@ def equilibrium(
         ice_edge=model.ice_edge(T, params),
         residual=jnp.max(jnp.abs(budget)),
         leading_eigenvalue=leading_eigenvalue,
+        condition_number=condition_number,
         stable=leading_eigenvalue < 0,
         result=result,
         num_steps=solution.stats["num_steps"],

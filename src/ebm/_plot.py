@@ -186,3 +186,79 @@ def plot_fit(result, target, initial, fitted, path=None):
     if path is not None:
         fig.savefig(path, dpi=120)
     return fig
+
+
+_FOLD_NAMES = {"S0": "S0 (W m-2)", "forcing": "forcing (W m-2)", "D": "D (W m-2 K-1)"}
+
+
+def plot_branch(branch, path=None, *, axes=None, label=None, color=None, annotate=True):
+    """Plot a branch of equilibria: ice edge and global mean against the parameter.
+
+    Stable points are drawn solid, unstable dashed; folds are marked with their
+    parameter values.
+
+    **Arguments:**
+
+    - `branch`: an `ebm.Branch`.
+    - `path`: if given, save the figure there.
+    - `axes`: two existing matplotlib axes (ice edge, global mean) to draw on, e.g.
+        to overlay branches.
+    - `label`: legend label.
+    - `color`: line colour (default `"C0"`; give each overlaid branch its own).
+    - `annotate`: label each fold with its parameter value.
+
+    **Returns:**
+
+    The matplotlib figure.
+    """
+    plt = _pyplot()
+    if axes is None:
+        fig, axes = plt.subplots(
+            2, 1, figsize=(7, 7), sharex=True, layout="constrained"
+        )
+    else:
+        fig = axes[0].figure
+    values = np.asarray(branch.values)
+    stable = np.asarray(branch.stable)
+    color = "C0" if color is None else color
+    for ax, field in zip(axes, (branch.ice_edge, branch.global_mean)):
+        field = np.asarray(field)
+        for segment in branch.segments():
+            # Each segment is drawn up to the first point of the next, so the curve
+            # is unbroken through the fold.
+            end = min(segment.stop + 1, values.size)
+            ax.plot(
+                values[segment.start : end],
+                field[segment.start : end],
+                color=color,
+                ls="-" if stable[segment.start] else "--",
+                lw=2 if stable[segment.start] else 1.2,
+            )
+    for fold in branch.folds:
+        value = float(fold.value)
+        axes[0].plot(value, float(fold.ice_edge), "o", color=color, ms=5)
+        axes[1].plot(value, float(fold.global_mean), "o", color=color, ms=5)
+        if not annotate:
+            continue
+        axes[0].annotate(
+            f"{value:.1f}",
+            (value, float(fold.ice_edge)),
+            xytext=(4, 4),
+            textcoords="offset points",
+            fontsize=8,
+        )
+    # Proxy artists for the legend: stable, unstable, fold.
+    axes[0].plot(
+        [], [], color=color, lw=2, label=(label + ": " if label else "") + "stable"
+    )
+    axes[0].plot([], [], color=color, lw=1.2, ls="--", label="unstable")
+    axes[0].plot([], [], "o", color=color, ms=5, label="fold")
+    axes[0].set_ylabel("ice edge (°N)")
+    axes[0].set_ylim(-3, 93)
+    axes[0].set_yticks(np.arange(0, 91, 15))
+    axes[1].set_ylabel("global mean temperature (°C)")
+    axes[1].set_xlabel(_FOLD_NAMES.get(branch.parameter, branch.parameter))
+    axes[0].legend(loc="upper left", fontsize=8)
+    if path is not None:
+        fig.savefig(path, dpi=120)
+    return fig

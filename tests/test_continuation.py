@@ -1,0 +1,238 @@
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import ebm
+from ebm._tridiagonal import probe_tridiagonal
+from helpers import assert_gradient_matches_fd, replace
+
+
+HIGH, LOW = 2500.0, 1000.0
+
+
+@pytest.fixture(scope="module")
+def loop():
+    # Down from an ice-free climate: around the whole hysteresis loop and out through
+    # the snowball branch at LOW.
+    return ebm.continuation(
+        ebm.Params(S0=HIGH), "S0", stop=LOW, start="warm", save_profiles=True
+    )
+
+
+def _leading_eigenvalue(T, params, model=ebm.EnergyBalanceModel()):
+    _, linear = jax.linearize(lambda x: model.energy_budget(x, params), T)
+    return float(probe_tridiagonal(linear, T.shape[0], T.dtype).leading_eigenvalue())
+
+
+def _flips(signs):
+    signs = np.asarray(signs)
+    return np.flatnonzero(signs[1:] != signs[:-1])
+
+
+def test_loop_has_the_four_folds_of_the_hysteresis(loop):
+    assert loop.result == ebm.RESULTS.successful
+    small_cap_low, small_cap_high, snowball, melt = loop.folds
+    # The ice-free branch ends at a fold as a small ice cap appears, and the unstable
+    # small-cap branch turns back at a slightly higher S0 into the present-day branch.
+    assert small_cap_low.value < small_cap_high.value
+    assert small_cap_low.ice_edge > small_cap_high.ice_edge > 60
+    # The present-day branch ends at the snowball fold, with a large ice cap; the
+    # unstable large-cap branch climbs to meet the snowball branch where it melts.
+    assert snowball.value < small_cap_low.value
+    assert 20 < snowball.ice_edge < 50
+    assert melt.value > HIGH / 2 and melt.ice_edge == 0
+    assert [int(f.side) for f in loop.folds] == [1, -1, 1, -1]
+    # The walk ends on the snowball branch at the lower bound.
+    assert float(loop.values[-1]) == LOW
+    assert float(loop.ice_edge[-1]) == 0
+    assert float(loop.values[0]) == HIGH and float(loop.ice_edge[0]) == 90
+
+
+def test_branch_is_continuous_and_made_of_equilibria(loop):
+    model = ebm.EnergyBalanceModel()
+    steps = np.abs(np.diff(np.asarray(loop.T), axis=0))
+    assert np.max(steps) < 5.0
+    assert np.max(np.abs(np.diff(np.asarray(loop.values)))) <= 5.0 * (HIGH - LOW) / 100
+    budgets = jax.vmap(lambda T, S0: model.energy_budget(T, ebm.Params(S0=S0)))(
+        loop.T, loop.values
+    )
+    assert float(jnp.max(jnp.abs(budgets))) < 1e-8
+
+
+def test_stability_changes_sign_exactly_at_folds(loop):
+    folds = _flips(np.sign(loop.slope))
+    assert folds.size == len(loop.folds) == 4
+    np.testing.assert_array_equal(_flips(loop.stable), folds)
+    # Ice-free, present-day and snowball stable; the small and large caps unstable.
+    assert [bool(loop.stable[s.start]) for s in loop.segments()] == [
+        True,
+        False,
+        True,
+        False,
+        True,
+    ]
+    for fold in loop.folds:
+        at_fold = ebm.Params(S0=fold.value)
+        assert abs(_leading_eigenvalue(fold.T, at_fold)) < 1e-6
+        assert float(fold.residual) < 1e-8
+
+
+def test_warm_branch_ice_edge_moves_poleward_with_S0(loop):
+    present = loop.segments()[2]
+    values = np.asarray(loop.values[present])
+    edges = np.asarray(loop.ice_edge[present])
+    assert np.all(np.diff(values) < 0)
+    assert np.all(np.diff(edges) < 0)
+    assert edges[0] - edges[-1] > 20
+
+
+def test_equilibrium_lands_on_the_branch_its_start_selects(loop):
+    snowball_fold = float(loop.folds[2].value)
+    melt = float(loop.folds[3].value)
+    # Below the snowball fold only the snowball exists, whatever the start.
+    below = ebm.equilibrium(ebm.Params(S0=snowball_fold - 5.0), start="present")
+    assert float(below.ice_edge) == 0
+    # Between the folds both exist: the start decides (hysteresis).
+    S0 = 1300.0
+    cold = ebm.equilibrium(ebm.Params(S0=S0), start="cold")
+    present = ebm.equilibrium(ebm.Params(S0=S0), start="present")
+    assert float(cold.ice_edge) == 0
+    assert 30 < float(present.ice_edge) < 90
+    # Each is on the branch: the global means match the stable segments there.
+    segments = loop.segments()
+    for equilibrium, segment in ((present, segments[2]), (cold, segments[4])):
+        values = np.asarray(loop.values[segment])
+        means = np.asarray(loop.global_mean[segment])
+        order = np.argsort(values)
+        on_branch = np.interp(S0, values[order], means[order])
+        assert abs(float(equilibrium.global_mean) - on_branch) < 0.05
+    assert snowball_fold < S0 < melt
+
+
+def test_continuation_at_sharp_ice_width():
+    branch = ebm.continuation(
+        ebm.Params(S0=HIGH, ice_width=0.25), "S0", stop=LOW, start="warm"
+    )
+    assert branch.result == ebm.RESULTS.successful
+    assert len(branch.folds) == 4
+    np.testing.assert_array_equal(_flips(branch.stable), _flips(np.sign(branch.slope)))
+
+
+def test_cell_centred_albedo_pins_the_ice_edge_to_the_grid():
+    # The same loop with climlab's cell-centred albedo: the continuation walks the
+    # staircase of grid-scale folds on the large-ice-cap branch, given steps short
+    # enough not to step over them.
+    model = ebm.EnergyBalanceModel(albedo=ebm.SmoothIceAlbedo())
+    branch = ebm.continuation(
+        ebm.Params(S0=1300.0),
+        "S0",
+        stop=1200.0,
+        bounds=(1200.0, 1400.0),
+        model=model,
+        max_step=0.5,
+    )
+    assert branch.result == ebm.RESULTS.successful
+    assert len(branch.folds) > 4
+    np.testing.assert_array_equal(_flips(branch.stable), _flips(np.sign(branch.slope)))
+
+
+def test_continuation_in_another_parameter():
+    # Warming by a uniform forcing melts the ice: through the small-ice-cap folds.
+    branch = ebm.continuation(ebm.Params(), "forcing", stop=20.0, save_profiles=True)
+    assert branch.result == ebm.RESULTS.successful
+    assert float(branch.values[-1]) == 20.0
+    assert len(branch.folds) == 2
+    assert float(branch.ice_edge[-1]) == 90
+    model = ebm.EnergyBalanceModel()
+    budgets = jax.vmap(lambda T, F: model.energy_budget(T, ebm.Params(forcing=F)))(
+        branch.T, branch.values
+    )
+    assert float(jnp.max(jnp.abs(budgets))) < 1e-8
+
+
+def test_max_points_truncates_the_branch():
+    branch = ebm.continuation(ebm.Params(), "S0", stop=LOW, max_points=5)
+    assert branch.result == ebm.RESULTS.max_steps_reached
+    assert branch.num_points == 5
+    assert branch.T is None
+
+
+@pytest.fixture(scope="module")
+def snowball_fold():
+    return ebm.fold(ebm.Params(), "S0", stop=LOW)
+
+
+def test_fold_finds_the_snowball_fold(loop, snowball_fold):
+    assert snowball_fold.result == ebm.RESULTS.successful
+    assert float(snowball_fold.value) == pytest.approx(
+        float(loop.folds[2].value), abs=1e-8
+    )
+    assert int(snowball_fold.side) == 1
+    assert float(jnp.sqrt(jnp.mean(snowball_fold.null_vector**2))) == pytest.approx(1.0)
+
+
+FOLD_NAMES = ("A", "B", "D", "a0", "a2", "ai", "s2", "Tf", "ice_width", "forcing")
+
+
+def test_fold_derivative_matches_finite_differences(snowball_fold):
+    params = ebm.Params()
+
+    def value(p):
+        return ebm.fold(p, "S0", guess=snowball_fold).value
+
+    gradient = jax.grad(value)(params)
+    assert float(gradient.S0) == 0.0
+    assert float(gradient.water_depth) == 0.0
+    assert_gradient_matches_fd(value, params, gradient, FOLD_NAMES, rtol=1e-6)
+    # The walk's start is not differentiated; the refined fold is, the same way.
+    walked = jax.grad(lambda p: ebm.fold(p, "S0", stop=LOW).value)(params)
+    assert float(walked.D) == pytest.approx(float(gradient.D), rel=1e-9)
+    forward = jax.jacfwd(lambda D: value(replace(params, "D", D)))(params.D)
+    assert float(forward) == pytest.approx(float(gradient.D), rel=1e-9)
+
+
+def test_fold_ice_edge_derivative_matches_finite_differences(snowball_fold):
+    params = ebm.Params()
+
+    def edge(p):
+        return ebm.fold(p, "S0", guess=snowball_fold).ice_edge
+
+    gradient = jax.grad(edge)(params)
+    assert_gradient_matches_fd(edge, params, gradient, ("D", "B"), rtol=1e-6)
+
+
+def test_fold_without_a_fold_in_range():
+    with pytest.raises(Exception, match="without passing a fold"):
+        ebm.fold(ebm.Params(), "S0", stop=1300.0, bounds=(1300.0, 1366.0))
+    quiet = ebm.fold(
+        ebm.Params(), "S0", stop=1300.0, bounds=(1300.0, 1366.0), throw=False
+    )
+    assert quiet.result == ebm.RESULTS.no_fold
+
+
+def test_bad_arguments_are_refused(snowball_fold):
+    with pytest.raises(ValueError, match="`parameter` must be one of"):
+        ebm.continuation(ebm.Params(), "S1", stop=1000.0)
+    with pytest.raises(ValueError, match="`stop` must differ"):
+        ebm.continuation(ebm.Params(), "S0", stop=1365.2)
+    with pytest.raises(ValueError, match="`bounds`"):
+        ebm.continuation(ebm.Params(), "S0", stop=1000.0, bounds=(1400.0, 1500.0))
+    with pytest.raises(ValueError, match="`parameter_scale`"):
+        ebm.continuation(ebm.Params(), "S0", stop=1000.0, parameter_scale=0.0)
+    with pytest.raises(ValueError, match="either `stop`"):
+        ebm.fold(ebm.Params(), "S0")
+    with pytest.raises(ValueError, match="is a fold in 'S0'"):
+        ebm.fold(ebm.Params(), "D", guess=snowball_fold)
+
+
+def test_equilibrium_warns_near_a_fold(snowball_fold):
+    close = ebm.Params(S0=snowball_fold.value + 1e-4)
+    with pytest.warns(ebm.NearFoldWarning, match="close to a fold"):
+        near = ebm.equilibrium(close)
+        jax.effects_barrier()
+    assert -0.01 < float(near.leading_eigenvalue) < 0
+    far = ebm.equilibrium(ebm.Params())
+    assert float(near.condition_number) > 50 * float(far.condition_number)
+    quiet = ebm.equilibrium(close, near_fold=None)
+    assert float(quiet.leading_eigenvalue) == float(near.leading_eigenvalue)
