@@ -12,6 +12,7 @@ Writes benchmarks/results/memory.json and memory.png.
 
 Run: python benchmarks/memory.py [--steps 1000 ...] [--schedules none sqrt ...]
          [--repeats 5] [--max-gb 4] [--max-seconds 60] [--update]
+         [--albedo subgrid|cell-centred] [--output FILE]
 (`--update` re-measures the given rows and keeps the rest of the JSON; each row
 records when it was measured.)
 """
@@ -29,6 +30,7 @@ from ebm._memory import DEFAULT_SCHEDULES, schedule_name
 
 RESULTS = pathlib.Path(__file__).parent / "results"
 STEPS = (1_000, 4_000, 16_000, 64_000, 256_000, 1_000_000)
+ALBEDOS = {"subgrid": ebm.SubgridIceAlbedo(), "cell-centred": ebm.SmoothIceAlbedo()}
 
 
 def _schedule(name: str):
@@ -57,6 +59,13 @@ def main():
         help="replace these rows in an existing --output, keeping the others",
     )
     parser.add_argument("--output", type=pathlib.Path, default=RESULTS / "memory.json")
+    parser.add_argument(
+        "--albedo",
+        choices=sorted(ALBEDOS),
+        default="subgrid",
+        help="the model's albedo: the sub-grid default, or the cell-centred blend "
+        "that was the default when memory.json was first measured",
+    )
     arguments = parser.parse_args()
     command = (
         "python benchmarks/memory.py --steps "
@@ -64,26 +73,28 @@ def main():
         + " --schedules "
         + " ".join(arguments.schedules)
         + f" --repeats {arguments.repeats} --max-gb {arguments.max_gb}"
-        + f" --max-seconds {arguments.max_seconds}"
+        + f" --max-seconds {arguments.max_seconds} --albedo {arguments.albedo}"
     )
     measured = datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds")
     rows = ebm.memory_table(
         arguments.steps,
         [_schedule(name) for name in arguments.schedules],
+        model=ebm.EnergyBalanceModel(albedo=ALBEDOS[arguments.albedo]),
         repeats=arguments.repeats,
         max_timed_bytes=int(arguments.max_gb * 1e9),
         max_seconds=arguments.max_seconds,
     )
     for row in rows:
         row["measured"] = measured
+        row["albedo"] = arguments.albedo
     commands = [command]
     if arguments.update and arguments.output.exists():
         previous = json.loads(arguments.output.read_text())
-        fresh = {(row["steps"], row["schedule"]) for row in rows}
+        fresh = {(row["steps"], row["schedule"], row["albedo"]) for row in rows}
         kept = [
             row
             for row in previous["rows"]
-            if (row["steps"], row["schedule"]) not in fresh
+            if (row["steps"], row["schedule"], row.get("albedo")) not in fresh
         ]
         rows = sorted(kept + rows, key=lambda row: row["steps"])
         commands = previous.get("commands", [previous.get("command")]) + commands
@@ -91,7 +102,7 @@ def main():
     record = dict(
         benchmark="memory",
         commands=commands,
-        model="default 60-cell EBM, IMEXEuler, dt = 5 days",
+        model="60-cell EBM, IMEXEuler, dt = 5 days; each row's albedo is in the row",
         machine=machine(),
         repeats=arguments.repeats,
         rows=rows,

@@ -222,17 +222,44 @@ def test_bad_arguments_are_refused(snowball_fold):
         ebm.continuation(ebm.Params(), "S0", stop=1000.0, parameter_scale=0.0)
     with pytest.raises(ValueError, match="either `stop`"):
         ebm.fold(ebm.Params(), "S0")
+    with pytest.raises(ValueError, match="`stop` must differ"):
+        ebm.fold(ebm.Params(), "S0", stop=1365.2)
+    with pytest.raises(ValueError, match="`stop` must be finite"):
+        ebm.fold(ebm.Params(), "S0", stop=float("nan"))
+    with pytest.raises(ValueError, match="`parameter_scale`"):
+        ebm.fold(ebm.Params(), "S0", stop=1000.0, parameter_scale=-5.0)
+    # Inside jit the start is traced: the same mistake is caught there.
+    with pytest.raises(Exception, match="`stop` must be finite and differ"):
+        jax.jit(lambda p: ebm.fold(p, "S0", stop=1365.2).value)(ebm.Params())
     with pytest.raises(ValueError, match="is a fold in 'S0'"):
         ebm.fold(ebm.Params(), "D", guess=snowball_fold)
+
+
+def test_fold_vmaps_over_a_parameter(snowball_fold):
+    diffusivities = jnp.array([0.54, 0.555, 0.57])
+
+    def value(D):
+        params = replace(ebm.Params(), "D", D)
+        return ebm.fold(params, "S0", guess=snowball_fold).value
+
+    batched = jax.vmap(value)(diffusivities)
+    one_by_one = jnp.array([value(D) for D in diffusivities])
+    np.testing.assert_allclose(batched, one_by_one, rtol=1e-12)
+    assert float(batched[1]) == pytest.approx(float(snowball_fold.value), rel=1e-12)
+    assert bool(jnp.all(jnp.diff(batched) > 0))
 
 
 def test_equilibrium_warns_near_a_fold(snowball_fold):
     close = ebm.Params(S0=snowball_fold.value + 1e-4)
     with pytest.warns(ebm.NearFoldWarning, match="close to a fold"):
         near = ebm.equilibrium(close)
+    # Inside jit the warning comes from a callback when the values exist.
+    with pytest.warns(ebm.NearFoldWarning, match="close to a fold"):
+        jax.jit(lambda p: ebm.equilibrium(p).global_mean)(close)
         jax.effects_barrier()
     assert -0.01 < float(near.leading_eigenvalue) < 0
     far = ebm.equilibrium(ebm.Params())
     assert float(near.condition_number) > 50 * float(far.condition_number)
     quiet = ebm.equilibrium(close, near_fold=None)
     assert float(quiet.leading_eigenvalue) == float(near.leading_eigenvalue)
+    assert near.result == ebm.RESULTS.successful

@@ -104,7 +104,7 @@ def test_trajectory_is_saved_and_relaxes_to_equilibrium(params):
 
 def test_failed_integration_is_reported(params):
     run = ebm.integrate(params, years=10.0, max_steps=4, throw=False)
-    assert run.result != diffrax.RESULTS.successful
+    assert run.result != ebm.RESULTS.successful
     with pytest.raises(Exception, match="maximum number of solver steps"):
         ebm.integrate(params, years=10.0, max_steps=4)
 

@@ -125,20 +125,31 @@ def test_subgrid_albedo_moves_the_ice_edge_continuously():
         assert (largest_jump < 0.01) == continuous, (albedo, largest_jump)
 
 
-def test_mean_ice_fraction_is_smooth_where_the_cell_is_uniform():
-    # Below |b - a| = 1e-5 width the quotient gives way to the midpoint rule: both
-    # agree with quadrature on either side, and the derivative stays finite.
-    params = ebm.Params(ice_width=1.0)
-    a = jnp.array(-10.3)
-    nodes = (jnp.arange(1000.0) + 0.5) / 1000
-    for gap in (1e-3, 2e-5, 5e-6, 0.0):
-        value = mean_ice_fraction(a, a + gap, params)
-        quadrature = jnp.mean(ice_fraction(a + gap * nodes, params))
-        np.testing.assert_allclose(value, quadrature, rtol=1e-10)
-        slope = jax.grad(lambda b: mean_ice_fraction(a, b, params))(a + gap)
-        np.testing.assert_allclose(
-            slope, 0.5 * jax.grad(lambda T: ice_fraction(T, params))(a), rtol=1e-2
-        )
+@pytest.mark.parametrize("width, start", [(1.0, -10.3), (0.25, -10.1), (0.01, 30.0)])
+def test_mean_ice_fraction_and_its_derivatives_match_quadrature(width, start):
+    # Either side of the switch to the series (|b - a| = 1e-3 width), near Tf and far
+    # from it: values and first and second derivatives in `b` equal those of a
+    # quadrature of the blend (a sum, so its derivatives are exact).
+    params = ebm.Params(ice_width=width)
+    a = jnp.array(start)
+    nodes = (jnp.arange(2000.0) + 0.5) / 2000
+
+    def quadrature(b):
+        return jnp.mean(ice_fraction(a + (b - a) * nodes, params))
+
+    def closed_form(b):
+        return mean_ice_fraction(a, b, params)
+
+    for gap in (3e-2, 1.1e-3, 0.9e-3, 1e-5, 0.0):
+        b = a + gap * width
+        for order in range(3):
+            exact, ours = quadrature, closed_form
+            for _ in range(order):
+                exact, ours = jax.grad(exact), jax.grad(ours)
+            scale = width ** (-order)
+            np.testing.assert_allclose(
+                ours(b), exact(b), rtol=1e-6, atol=1e-9 * scale, err_msg=(gap, order)
+            )
 
 
 def test_swapping_one_term():

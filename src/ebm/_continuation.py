@@ -272,18 +272,25 @@ def _walk(
         # A point past a bound is replaced by the branch's point on the bound.
         mu = new_y[-1]
         outside = (mu < mu_low) | (mu > mu_high)
-        mu_bound = jnp.where(mu < mu_low, mu_low, mu_high)
-        fraction = (mu_bound - y[-1]) / jnp.where(mu == y[-1], 1.0, mu - y[-1])
-        on_bound, bound_converged = problem.correct(
-            y + fraction * (new_y - y),
-            jnp.zeros_like(y).at[-1].set(1.0),
-            mu_bound,
-            corrector,
-            corrector_steps,
+
+        def onto_bound():
+            mu_bound = jnp.where(mu < mu_low, mu_low, mu_high)
+            fraction = (mu_bound - y[-1]) / jnp.where(mu == y[-1], 1.0, mu - y[-1])
+            on_bound, bound_converged = problem.correct(
+                y + fraction * (new_y - y),
+                jnp.zeros_like(y).at[-1].set(1.0),
+                mu_bound,
+                corrector,
+                corrector_steps,
+            )
+            return on_bound, problem.tangent(on_bound, new_t), bound_converged
+
+        on_bound, bound_tangent, bound_converged = jax.lax.cond(
+            accept & outside, onto_bound, lambda: (new_y, new_t, jnp.array(True))
         )
         leave = accept & outside & bound_converged
         new_y = jnp.where(leave, on_bound, new_y)
-        new_t = jnp.where(leave, problem.tangent(on_bound, new_t), new_t)
+        new_t = jnp.where(leave, bound_tangent, new_t)
         accept = accept & (~outside | bound_converged)
 
         folded = accept & (jnp.sign(new_t[-1]) != jnp.sign(t[-1]))
@@ -293,7 +300,7 @@ def _walk(
             y=walk.y.at[index].set(new_y),
             tangent=walk.tangent.at[index].set(new_t),
             leading_eigenvalue=walk.leading_eigenvalue.at[index].set(eigenvalue),
-            step=walk.step.at[index].set(h),
+            step=walk.step.at[index].set(problem.norm(new_y - y)),
             count=walk.count + 1,
             status=walk.status,
         )
@@ -324,8 +331,9 @@ def _fold_guess(
 ):
     """A guess `(T, v, value, side)` at the fold between points `index` and next.
 
-    The walk's two points bracket the sign change of `dmu/ds`; regula falsi
-    (Illinois) on it, with each trial point corrected onto the branch at a given
+    The walk's two points bracket the sign change of `dmu/ds`; regula falsi on it
+    (the kept end's value halved at each step, an Illinois-type safeguard against
+    one-sided convergence), with each trial point corrected onto the branch at a given
     distance `sigma` along the first point's tangent, brings the guess close enough
     to the fold for Newton's method on the extended system, however long the step
     that passed it. The tangent there is the null vector to first order.
@@ -454,14 +462,20 @@ class _Settings(eqx.Module):
     max_points: int
 
 
+def _bounds(origin, stop, bounds):
+    """`(low, high)`: `bounds`, or by default from the start to `stop`."""
+    if bounds is None:
+        return jnp.minimum(origin, stop), jnp.maximum(origin, stop)
+    low, high = bounds
+    return jnp.asarray(low, float), jnp.asarray(high, float)
+
+
 def _setup(params, parameter, stop, bounds, start, grid, model, parameter_scale):
     """The model, the start point `y0`, the problem, the direction and the bounds."""
     _check_parameter(parameter)
     model = resolve_model(model, grid)
     origin = jnp.asarray(getattr(params, parameter), float)
-    if bounds is None:
-        bounds = (jnp.minimum(origin, stop), jnp.maximum(origin, stop))
-    low, high = (jnp.asarray(b, float) for b in bounds)
+    low, high = _bounds(origin, stop, bounds)
     if parameter_scale is None:
         parameter_scale = (high - low) / 100
     problem = _Problem(
@@ -469,31 +483,55 @@ def _setup(params, parameter, stop, bounds, start, grid, model, parameter_scale)
     )
     T0 = equilibrium(params, model=model, start=start).T
     y0 = jnp.concatenate([T0, jnp.zeros(1, T0.dtype)])
+    # The same checks as `_check_bounds`, for values only known inside jit.
+    y0 = eqx.error_if(
+        y0,
+        ~jnp.isfinite(stop)
+        | (stop == origin)
+        | ~(low < high)
+        | (origin < low)
+        | (origin > high)
+        | ~(problem.scale > 0),
+        f"Continuation in {parameter}: `stop` must be finite and differ from the "
+        "start, `bounds` must contain the start, and `parameter_scale` must be > 0.",
+    )
     direction = jnp.where(stop >= origin, 1.0, -1.0)
     return model, problem, y0, direction, (low, high)
 
 
 def _check_bounds(origin, stop, bounds, parameter_scale) -> None:
-    """Eager checks on concrete values (skipped under jit)."""
-    values = [origin, stop, *(bounds or ())]
-    if any(isinstance(x, jax.core.Tracer) for x in values):
-        return
-    if not np.isfinite(float(stop)):
+    """Eager checks of the values that are concrete (the rest is checked in jit)."""
+
+    def concrete(x):
+        return x is not None and not isinstance(x, jax.core.Tracer)
+
+    if concrete(stop) and not np.isfinite(float(stop)):
         raise ValueError(f"`stop` must be finite, got {stop}.")
-    if float(stop) == float(origin):
+    if concrete(stop) and concrete(origin) and float(stop) == float(origin):
         raise ValueError(
             f"`stop` must differ from the starting value {float(origin)} of the "
             "parameter."
         )
-    if bounds is not None:
+    if bounds is not None and all(concrete(b) for b in bounds):
         low, high = (float(b) for b in bounds)
-        if not (low < high and low <= float(origin) <= high):
+        inside = (not concrete(origin)) or low <= float(origin) <= high
+        if not (low < high and inside):
             raise ValueError(
-                f"`bounds` must be (low, high) with low < high around the starting "
-                f"value {float(origin)}, got {bounds}."
+                "`bounds` must be (low, high) with low < high around the starting "
+                f"value of the parameter, got {bounds}."
             )
-    if parameter_scale is not None and not float(parameter_scale) > 0:
+    if concrete(parameter_scale) and not float(parameter_scale) > 0:
         raise ValueError(f"`parameter_scale` must be > 0, got {parameter_scale}.")
+
+
+def _as_arrays(stop, bounds, parameter_scale):
+    """Floats as arrays, so that new values do not recompile."""
+    stop = None if stop is None else jnp.asarray(stop, float)
+    if bounds is not None:
+        bounds = tuple(jnp.asarray(b, float) for b in bounds)
+    if parameter_scale is not None:
+        parameter_scale = jnp.asarray(parameter_scale, float)
+    return stop, bounds, parameter_scale
 
 
 @eqx.filter_jit
@@ -600,13 +638,15 @@ def continuation(
 
     An `ebm.Branch`. Not traceable: the number of points is known only at the end,
     so call it outside `jit`/`vmap` (use `ebm.fold` for a traceable, differentiable
-    tipping point).
+    tipping point). A step can pass over a feature shorter than itself: folds closer
+    together than `max_step` may be missed (lower it to resolve them).
 
     **Raises:**
 
     - `ValueError`: for an unknown `parameter`, `stop` equal to the start, or
         `bounds` that do not contain the start.
     - `RuntimeError` (with `throw=True`): if the walk or a fold refinement failed.
+    - `EquinoxRuntimeError`: if the starting equilibrium cannot be found.
     """
     _check_parameter(parameter)
     _check_bounds(getattr(params, parameter), stop, bounds, parameter_scale)
@@ -620,16 +660,9 @@ def continuation(
         corrector_steps,
         max_points,
     )
+    stop, bounds, parameter_scale = _as_arrays(stop, bounds, parameter_scale)
     problem, walk = _continuation_walk(
-        params,
-        parameter,
-        jnp.asarray(stop, float),
-        None if bounds is None else tuple(jnp.asarray(b, float) for b in bounds),
-        start,
-        grid,
-        model,
-        parameter_scale,
-        settings,
+        params, parameter, stop, bounds, start, grid, model, parameter_scale, settings
     )
     count = int(walk.count)
     status = int(walk.status)
@@ -669,6 +702,11 @@ def continuation(
         folds.append(refined)
     model = problem.model
     values = problem.value(y[:, -1])
+    if status == _LEFT_BOUNDS:
+        # The walk ended on a bound: say so exactly, not to within a rounding.
+        low, high = (float(b) for b in _bounds(problem.origin, stop, bounds))
+        last = float(values[-1])
+        values = values.at[-1].set(low if abs(last - low) < abs(last - high) else high)
     T = y[:, :-1]
     leading = walk.leading_eigenvalue[:count]
     return Branch(
@@ -689,7 +727,6 @@ def continuation(
     )
 
 
-@eqx.filter_jit
 def fold(
     params: Params,
     parameter: str = "S0",
@@ -731,8 +768,11 @@ def fold(
 
     - `params`, `parameter`, `stop`, `bounds`, `start`, `grid`, `model`, and the
         walk's settings: as for `ebm.continuation`.
-    - `guess`: a fold found before (e.g. `branch.folds[i]`, or an `ebm.Fold` from other
-        parameters): refine from it instead of walking. Give `stop` or `guess`.
+    - `guess`: a fold found before (e.g. `branch.folds[i]`): refine from it instead
+        of walking (the walk's arguments are then unused). Newton's method on the
+        extended system needs a guess close to the fold: for parameters far from
+        the guess's, walk (`stop=`), or follow the fold by small steps.
+        Give `stop` or `guess`.
     - `fold_solver`, `fold_steps`: the root-finder for the extended system.
     - `throw`: raise if no fold was found or the extended system did not converge;
         if `False`, return with `result` set.
@@ -744,14 +784,25 @@ def fold(
     **Raises:**
 
     - `ValueError`: for an unknown `parameter`, or neither/both of `stop` and `guess`.
+    - `ValueError`: for `stop`, `bounds` or `parameter_scale` as for
+        `ebm.continuation` (checked at once where the values are concrete, and by
+        an `EquinoxRuntimeError` inside `jit`).
     - `EquinoxRuntimeError` (with `throw=True`): no fold before the branch left
-        `bounds`, or the extended system did not converge.
+        `bounds`, the walk failed, or the extended system did not converge.
     """
     _check_parameter(parameter)
     if (stop is None) == (guess is None):
         raise ValueError(
             "Give `ebm.fold` either `stop` (to walk) or `guess`, not both."
         )
+    if guess is not None and guess.parameter != parameter:
+        raise ValueError(
+            f"`guess` is a fold in {guess.parameter!r}, but `parameter` is "
+            f"{parameter!r}."
+        )
+    if guess is None:
+        _check_bounds(getattr(params, parameter), stop, bounds, parameter_scale)
+    stop, bounds, parameter_scale = _as_arrays(stop, bounds, parameter_scale)
     settings = _Settings(
         step,
         min_step,
@@ -762,18 +813,43 @@ def fold(
         corrector_steps,
         max_points,
     )
+    return _fold(
+        params,
+        parameter,
+        stop,
+        guess,
+        bounds,
+        start,
+        grid,
+        model,
+        parameter_scale,
+        settings,
+        fold_solver,
+        fold_steps,
+        throw,
+    )
+
+
+@eqx.filter_jit
+def _fold(
+    params,
+    parameter,
+    stop,
+    guess,
+    bounds,
+    start,
+    grid,
+    model,
+    parameter_scale,
+    settings: _Settings,
+    fold_solver,
+    fold_steps,
+    throw,
+) -> Fold:
     if guess is None:
-        _check_bounds(getattr(params, parameter), stop, bounds, parameter_scale)
         frozen = jax.lax.stop_gradient(params)
         model, problem, y0, direction, bounds = _setup(
-            frozen,
-            parameter,
-            jnp.asarray(stop, float),
-            bounds,
-            start,
-            grid,
-            model,
-            parameter_scale,
+            frozen, parameter, stop, bounds, start, grid, model, parameter_scale
         )
         walk = _walk(
             problem,
@@ -790,26 +866,34 @@ def fold(
             max_points=settings.max_points,
             stop_at_fold=True,
         )
-        found = walk.status == _FOLD
         index = jnp.maximum(walk.count - 2, 0)
         T, v, value, side = _fold_guess(
-            problem, walk.y, walk.tangent, index, corrector, corrector_steps
+            problem,
+            walk.y,
+            walk.tangent,
+            index,
+            settings.corrector,
+            settings.corrector_steps,
+        )
+        walked = RESULTS.where(
+            walk.status == _FOLD,
+            RESULTS.successful,
+            RESULTS.where(
+                walk.status == _STEP_TOO_SMALL,
+                RESULTS.step_too_small,
+                RESULTS.no_fold,
+            ),
         )
     else:
-        if guess.parameter != parameter:
-            raise ValueError(
-                f"`guess` is a fold in {guess.parameter!r}, but `parameter` is "
-                f"{parameter!r}."
-            )
         model = resolve_model(model, grid)
-        found = jnp.array(True)
+        walked = RESULTS.successful
         T, v, value, side = jax.lax.stop_gradient(
             (guess.T, guess.null_vector, guess.value, guess.side)
         )
     refined = _refine_fold(
         model, params, parameter, T, v, value, side, fold_solver, fold_steps
     )
-    result = RESULTS.where(found, refined.result, RESULTS.no_fold)
+    result = RESULTS.where(walked == RESULTS.successful, refined.result, walked)
     if throw:
         refined = result.error_if(refined, result != RESULTS.successful)
     return eqx.tree_at(lambda f: f.result, refined, result)

@@ -20,11 +20,13 @@ O(n_lat); no dense Jacobian is formed.
 Near a fold (see `ebm.continuation`) the leading eigenvalue $\lambda_1$ of $J$ tends
 to zero like the square root of the distance to the fold, and so does every
 derivative's denominator: $\partial T^*/\partial\theta$ grows like $1/|\lambda_1|$
-(200 times the no-feedback response $1/B$ within 1e-6 W m-2 of the snowball fold in
-S0). `Equilibrium` reports $\lambda_1$ and the condition number of $J$, and
-`equilibrium` warns (`ebm.NearFoldWarning`) when $|\lambda_1|$ is below `near_fold`.
+(the global mean's dT/dS0 is 0.36 K per W m-2 at 10 W m-2 above the snowball fold,
+59 at 1e-4 W m-2). `Equilibrium` reports $\lambda_1$ and the condition number of
+$J$, and `equilibrium` warns (`ebm.NearFoldWarning`) when $|\lambda_1|$ is below
+`near_fold`.
 """
 
+import sys
 import warnings
 
 import equinox as eqx
@@ -40,6 +42,7 @@ from ._model import EnergyBalanceModel, present_day_profile
 from ._params import Params
 from ._physics.insolation import legendre_p2
 from ._pseudo_transient import PseudoTransientContinuation
+from ._results import RESULTS
 from ._tridiagonal import TridiagonalPreconditionedGMRES, probe_tridiagonal
 
 
@@ -107,21 +110,31 @@ class NearFoldWarning(RuntimeWarning):
     """An equilibrium is so close to a fold that its implicit gradient is unreliable."""
 
 
-def _warn_near_fold(leading_eigenvalue, condition_number, threshold):
+def _near_fold_message(leading_eigenvalue, condition_number, threshold) -> str | None:
     leading_eigenvalue = np.asarray(leading_eigenvalue)
     condition_number = np.asarray(condition_number)
     near = np.abs(leading_eigenvalue) < threshold
-    if np.any(near):
-        warnings.warn(
-            "ebm.equilibrium: the equilibrium is close to a fold: leading eigenvalue "
-            f"{leading_eigenvalue[near].ravel()[0]:.3g} W m-2 K-1 (|.| < near_fold = "
-            f"{threshold:g}), condition number "
-            f"{condition_number[near].ravel()[0]:.3g}. "
-            "Its derivatives grow like 1/|eigenvalue| and are ill-conditioned; the "
-            "tipping point itself is `ebm.fold`.",
-            NearFoldWarning,
-            stacklevel=2,
-        )
+    if not np.any(near):
+        return None
+    return (
+        "ebm.equilibrium: the equilibrium is close to a fold: leading eigenvalue "
+        f"{leading_eigenvalue[near].ravel()[0]:.3g} W m-2 K-1 (|.| < near_fold = "
+        f"{threshold:g}), condition number {condition_number[near].ravel()[0]:.3g}. "
+        "Its derivatives grow like 1/|eigenvalue| and are ill-conditioned; the "
+        "tipping point itself is `ebm.fold`."
+    )
+
+
+def _warn_from_callback(leading_eigenvalue, condition_number, threshold):
+    message = _near_fold_message(leading_eigenvalue, condition_number, threshold)
+    if message is None:
+        return
+    try:
+        warnings.warn(message, NearFoldWarning, stacklevel=2)
+    except NearFoldWarning:
+        # An exception raised inside a JAX callback surfaces as an opaque runtime
+        # error; under an "error" filter the message goes to stderr instead.
+        print(f"NearFoldWarning: {message}", file=sys.stderr)
 
 
 class Equilibrium(eqx.Module):
@@ -137,11 +150,13 @@ class Equilibrium(eqx.Module):
     - `leading_eigenvalue`: largest eigenvalue of the Jacobian of the energy budget,
         W m-2 K-1; negative for a stable state, and tending to zero at a fold. Not
         differentiated.
-    - `condition_number`: largest over smallest absolute eigenvalue of the
-        Jacobian: how much the implicit solve can amplify errors. It grows with
-        resolution like 1/dlat^2 and without bound at a fold. Not differentiated.
+    - `condition_number`: the lowest eigenvalue of the Jacobian over the leading one;
+        for a stable state (every eigenvalue negative) the largest over the smallest
+        absolute eigenvalue: how much the implicit solve can amplify errors. It
+        grows with resolution like 1/dlat^2 and without bound at a fold. Not
+        differentiated.
     - `stable`: whether `leading_eigenvalue < 0`.
-    - `result`: an `optimistix.RESULTS`; `RESULTS.successful` when converged.
+    - `result`: an `ebm.RESULTS`; `RESULTS.successful` when converged.
     - `num_steps`: root-finder iterations taken.
     - `restarts`: unstable roots rejected on the way.
     """
@@ -154,14 +169,14 @@ class Equilibrium(eqx.Module):
     leading_eigenvalue: Scalar
     condition_number: Scalar
     stable: Bool[Array, ""]
-    result: optx.RESULTS
+    result: RESULTS
     num_steps: Int[Array, ""]
     restarts: Int[Array, ""]
 
     @property
     def converged(self) -> Bool[Array, ""]:
         """Whether the root-find succeeded."""
-        return self.result == optx.RESULTS.successful
+        return self.result == RESULTS.successful
 
 
 def _energy_budget(T, args):
@@ -169,7 +184,6 @@ def _energy_budget(T, args):
     return model.energy_budget(T, params)
 
 
-@eqx.filter_jit
 def equilibrium(
     params: Params,
     *,
@@ -201,7 +215,11 @@ def equilibrium(
     - `max_steps`: root-finder iteration limit.
     - `near_fold`: warn (`ebm.NearFoldWarning`) when the leading eigenvalue is
         within this of zero, W m-2 K-1 (default 1e-2: derivatives amplified 200
-        times over the no-feedback response 1/B); `None` never warns.
+        times over the no-feedback response 1/B); `None` never warns. Called
+        eagerly, it warns at once; inside `jit`, `vmap` or `grad` the warning comes
+        from a `jax.debug.callback` when the values exist (under an "error" warnings
+        filter it is printed to stderr there: an exception cannot cross the
+        callback).
     - `throw`: if `True` (default), raise when the root-find fails; if `False`,
         return with `result` set to the failure code.
 
@@ -216,6 +234,27 @@ def equilibrium(
     - `EquinoxRuntimeError` (with `throw=True`): when the solve did not converge
         to a stable root, or produced non-finite values.
     """
+    state = _equilibrium(params, grid, model, start, solver, adjoint, max_steps, throw)
+    if near_fold is not None:
+        if isinstance(state.leading_eigenvalue, jax.core.Tracer):
+            # Inside jit, vmap or grad: warn when the values exist.
+            jax.debug.callback(
+                _warn_from_callback,
+                state.leading_eigenvalue,
+                state.condition_number,
+                near_fold,
+            )
+        else:
+            message = _near_fold_message(
+                state.leading_eigenvalue, state.condition_number, near_fold
+            )
+            if message is not None:
+                warnings.warn(message, NearFoldWarning, stacklevel=2)
+    return state
+
+
+@eqx.filter_jit
+def _equilibrium(params, grid, model, start, solver, adjoint, max_steps, throw):
     model = resolve_model(model, grid)
     grid = model.grid
     T0 = initial_profile(start, params, grid)
@@ -229,9 +268,9 @@ def equilibrium(
         throw=False,
     )
     T = solution.value
-    result = solution.result
+    result = RESULTS.promote(solution.result)
     if throw:
-        T = result.error_if(T, result != optx.RESULTS.successful)
+        T = result.error_if(T, result != RESULTS.successful)
 
     T_frozen, params_frozen = jax.lax.stop_gradient((T, params))
     budget, linear = jax.linearize(
@@ -242,10 +281,6 @@ def equilibrium(
     condition_number = jnp.abs(jacobian.lowest_eigenvalue()) / jnp.abs(
         leading_eigenvalue
     )
-    if near_fold is not None:
-        jax.debug.callback(
-            _warn_near_fold, leading_eigenvalue, condition_number, near_fold
-        )
     return Equilibrium(
         T=T,
         lat=grid.lat,

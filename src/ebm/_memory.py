@@ -138,6 +138,7 @@ def memory_table(
     schedules=DEFAULT_SCHEDULES,
     *,
     params=None,
+    model=None,
     dt: float = 5.0 / 365.25,
     stepper="imex",
     repeats: int = 5,
@@ -159,8 +160,8 @@ def memory_table(
 
     - `steps`: the run lengths.
     - `schedules`: `checkpoint` values for `ebm.integrate_fixed`.
-    - `params`: default `ebm.Params()`; `dt` (years), `stepper` as for
-        `ebm.integrate_fixed`.
+    - `params`: default `ebm.Params()`; `model` (default: the default model), `dt`
+        (years), `stepper` as for `ebm.integrate_fixed`.
     - `repeats`: timed runs per entry (the median is reported).
     - `max_timed_bytes`: the largest temporary memory that is run.
     - `max_seconds`: an entry whose first run takes longer is timed by that run
@@ -178,7 +179,12 @@ def memory_table(
 
         def loss(params, checkpoint="none", count=count):
             run = integrate_fixed(
-                params, dt=dt, steps=count, stepper=stepper, checkpoint=checkpoint
+                params,
+                dt=dt,
+                steps=count,
+                model=model,
+                stepper=stepper,
+                checkpoint=checkpoint,
             )
             return run.global_mean
 
