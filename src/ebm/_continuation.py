@@ -201,6 +201,17 @@ class _Problem(eqx.Module):
         return probe_tridiagonal(linear, y.shape[0] - 1, y.dtype).leading_eigenvalue()
 
 
+class _Settings(eqx.Module):
+    step: float
+    min_step: float
+    max_step: float
+    target_turn: float
+    max_turn: float
+    corrector: optx.AbstractRootFinder
+    corrector_steps: int
+    max_points: int
+
+
 class _Walk(eqx.Module):
     y: Float[Array, "points n+1"]
     tangent: Float[Array, "points n+1"]
@@ -222,15 +233,7 @@ def _walk(
     y0,
     direction,
     bounds,
-    *,
-    step: float,
-    min_step: float,
-    max_step: float,
-    target_turn: float,
-    max_turn: float,
-    corrector: optx.AbstractRootFinder,
-    corrector_steps: int,
-    max_points: int,
+    settings: _Settings,
     stop_at_fold: bool,
 ) -> _Walk:
     """Walk the branch from `y0` in `direction` (+1/-1 in mu) until it leaves bounds."""
@@ -244,16 +247,18 @@ def _walk(
     )
     n_plus_1 = y0.shape[0]
     walk = _Walk(
-        y=jnp.zeros((max_points, n_plus_1), y0.dtype).at[0].set(y0),
-        tangent=jnp.zeros((max_points, n_plus_1), y0.dtype).at[0].set(start_tangent),
-        leading_eigenvalue=jnp.full(max_points, jnp.nan, y0.dtype)
+        y=jnp.zeros((settings.max_points, n_plus_1), y0.dtype).at[0].set(y0),
+        tangent=jnp.zeros((settings.max_points, n_plus_1), y0.dtype)
+        .at[0]
+        .set(start_tangent),
+        leading_eigenvalue=jnp.full(settings.max_points, jnp.nan, y0.dtype)
         .at[0]
         .set(problem.leading_eigenvalue(y0)),
-        step=jnp.zeros(max_points, y0.dtype),
+        step=jnp.zeros(settings.max_points, y0.dtype),
         count=jnp.array(1),
         status=jnp.array(_RUNNING),
     )
-    state = _WalkState(walk, y0, start_tangent, jnp.asarray(step, y0.dtype))
+    state = _WalkState(walk, y0, start_tangent, jnp.asarray(settings.step, y0.dtype))
 
     def cond(state: _WalkState):
         return state.walk.status == _RUNNING
@@ -263,11 +268,15 @@ def _walk(
         prediction = y + h * t
         row = problem.metric(t)
         new_y, converged = problem.correct(
-            prediction, row, row @ prediction, corrector, corrector_steps
+            prediction,
+            row,
+            row @ prediction,
+            settings.corrector,
+            settings.corrector_steps,
         )
         new_t = problem.tangent(new_y, t)
         turn = jnp.arccos(jnp.clip(problem.metric(t) @ new_t, -1.0, 1.0))
-        accept = converged & (turn <= max_turn)
+        accept = converged & (turn <= settings.max_turn)
 
         # A point past a bound is replaced by the branch's point on the bound.
         mu = new_y[-1]
@@ -280,8 +289,8 @@ def _walk(
                 y + fraction * (new_y - y),
                 jnp.zeros_like(y).at[-1].set(1.0),
                 mu_bound,
-                corrector,
-                corrector_steps,
+                settings.corrector,
+                settings.corrector_steps,
             )
             return on_bound, problem.tangent(on_bound, new_t), bound_converged
 
@@ -306,15 +315,21 @@ def _walk(
         )
         walk = jax.tree.map(lambda a, b: jnp.where(accept, a, b), stored, walk)
 
-        growth = jnp.clip(target_turn / jnp.maximum(turn, 1e-12), 0.5, 2.0)
-        new_h = jnp.where(accept, jnp.clip(h * growth, min_step, max_step), h / 2)
+        growth = jnp.clip(settings.target_turn / jnp.maximum(turn, 1e-12), 0.5, 2.0)
+        new_h = jnp.where(
+            accept, jnp.clip(h * growth, settings.min_step, settings.max_step), h / 2
+        )
         status = jnp.where(accept & leave, _LEFT_BOUNDS, _RUNNING)
         if stop_at_fold:
             status = jnp.where(folded, _FOLD, status)
         status = jnp.where(
-            (status == _RUNNING) & (walk.count >= max_points), _MAX_POINTS, status
+            (status == _RUNNING) & (walk.count >= settings.max_points),
+            _MAX_POINTS,
+            status,
         )
-        status = jnp.where(~accept & (new_h < min_step), _STEP_TOO_SMALL, status)
+        status = jnp.where(
+            ~accept & (new_h < settings.min_step), _STEP_TOO_SMALL, status
+        )
         walk = eqx.tree_at(lambda w: w.status, walk, status)
         return _WalkState(
             walk,
@@ -451,17 +466,6 @@ _DEFAULT_CORRECTOR = optx.Newton(rtol=1e-10, atol=1e-10, linear_solver=lx.LU())
 _DEFAULT_FOLD_SOLVER = optx.Newton(rtol=1e-12, atol=1e-10, linear_solver=lx.LU())
 
 
-class _Settings(eqx.Module):
-    step: float
-    min_step: float
-    max_step: float
-    target_turn: float
-    max_turn: float
-    corrector: optx.AbstractRootFinder
-    corrector_steps: int
-    max_points: int
-
-
 def _bounds(origin, stop, bounds):
     """`(low, high)`: `bounds`, or by default from the start to `stop`."""
     if bounds is None:
@@ -539,21 +543,7 @@ def _continuation_walk(params, parameter, stop, bounds, start, grid, model, scal
     model, problem, y0, direction, bounds = _setup(
         params, parameter, stop, bounds, start, grid, model, scale
     )
-    walk = _walk(
-        problem,
-        y0,
-        direction,
-        bounds,
-        step=s.step,
-        min_step=s.min_step,
-        max_step=s.max_step,
-        target_turn=s.target_turn,
-        max_turn=s.max_turn,
-        corrector=s.corrector,
-        corrector_steps=s.corrector_steps,
-        max_points=s.max_points,
-        stop_at_fold=False,
-    )
+    walk = _walk(problem, y0, direction, bounds, s, stop_at_fold=False)
     return problem, walk
 
 
@@ -851,21 +841,7 @@ def _fold(
         model, problem, y0, direction, bounds = _setup(
             frozen, parameter, stop, bounds, start, grid, model, parameter_scale
         )
-        walk = _walk(
-            problem,
-            y0,
-            direction,
-            bounds,
-            step=settings.step,
-            min_step=settings.min_step,
-            max_step=settings.max_step,
-            target_turn=settings.target_turn,
-            max_turn=settings.max_turn,
-            corrector=settings.corrector,
-            corrector_steps=settings.corrector_steps,
-            max_points=settings.max_points,
-            stop_at_fold=True,
-        )
+        walk = _walk(problem, y0, direction, bounds, settings, stop_at_fold=True)
         index = jnp.maximum(walk.count - 2, 0)
         T, v, value, side = _fold_guess(
             problem,
