@@ -26,7 +26,6 @@ $J$, and `equilibrium` warns (`ebm.NearFoldWarning`) when $|\lambda_1|$ is below
 `near_fold`.
 """
 
-import sys
 import warnings
 
 import equinox as eqx
@@ -125,16 +124,16 @@ def _near_fold_message(leading_eigenvalue, condition_number, threshold) -> str |
     )
 
 
-def _warn_from_callback(leading_eigenvalue, condition_number, threshold):
-    message = _near_fold_message(leading_eigenvalue, condition_number, threshold)
-    if message is None:
-        return
+def _known(x):
+    """The value of `x` if it is known while tracing (eagerly, or under eager `grad`
+    and `jacfwd`), else `None` (inside `jit`)."""
+    if not isinstance(x, jax.core.Tracer):
+        return x
     try:
-        warnings.warn(message, NearFoldWarning, stacklevel=2)
-    except NearFoldWarning:
-        # An exception raised inside a JAX callback surfaces as an opaque runtime
-        # error; under an "error" filter the message goes to stderr instead.
-        print(f"NearFoldWarning: {message}", file=sys.stderr)
+        from jax._src.core import to_concrete_value
+    except ImportError:
+        return None
+    return to_concrete_value(x)
 
 
 class Equilibrium(eqx.Module):
@@ -215,11 +214,13 @@ def equilibrium(
     - `max_steps`: root-finder iteration limit.
     - `near_fold`: warn (`ebm.NearFoldWarning`) when the leading eigenvalue is
         within this of zero, W m-2 K-1 (default 1e-2: derivatives amplified 200
-        times over the no-feedback response 1/B); `None` never warns. Called
-        eagerly, it warns at once; inside `jit`, `vmap` or `grad` the warning comes
-        from a `jax.debug.callback` when the values exist (under an "error" warnings
-        filter it is printed to stderr there: an exception cannot cross the
-        callback).
+        times over the no-feedback response 1/B); `None` never warns. It warns
+        when the eigenvalue is known as the call returns: eagerly, and under eager
+        `jax.grad` or `jax.jacfwd`. Inside `jit` (and `vmap`) nothing is known while
+        tracing: check `leading_eigenvalue` or `condition_number` there. (A
+        `jax.debug.callback` would warn at run time, but with it compiled into
+        many programs two full test runs crashed in XLA's CPU compiler; the cause
+        was not isolated.)
     - `throw`: if `True` (default), raise when the root-find fails; if `False`,
         return with `result` set to the failure code.
 
@@ -236,17 +237,11 @@ def equilibrium(
     """
     state = _equilibrium(params, grid, model, start, solver, adjoint, max_steps, throw)
     if near_fold is not None:
-        if isinstance(state.leading_eigenvalue, jax.core.Tracer):
-            # Inside jit, vmap or grad: warn when the values exist.
-            jax.debug.callback(
-                _warn_from_callback,
-                state.leading_eigenvalue,
-                state.condition_number,
-                near_fold,
-            )
-        else:
+        leading_eigenvalue = _known(state.leading_eigenvalue)
+        condition_number = _known(state.condition_number)
+        if leading_eigenvalue is not None and condition_number is not None:
             message = _near_fold_message(
-                state.leading_eigenvalue, state.condition_number, near_fold
+                leading_eigenvalue, condition_number, near_fold
             )
             if message is not None:
                 warnings.warn(message, NearFoldWarning, stacklevel=2)
