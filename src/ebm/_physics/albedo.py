@@ -66,29 +66,34 @@ class SmoothIceAlbedo(AbstractAlbedo):
         return warm + (params.ai - warm) * ice_fraction(T, params)
 
 
-def mean_ice_fraction(a, b, params: Params):
-    r"""Mean of `ice_fraction` over a temperature varying linearly from `a` to `b`.
+def _mean_tanh(x):
+    r"""Mean of $\tanh$ over each segment `[x[k], x[k + 1]]` (along the first axis).
 
-    With $x = (T - T_f)/w$, the mean of $\tanh$ over $[x_a, x_b]$ is
-    $(\log\cosh x_b - \log\cosh x_a)/(x_b - x_a)$. Written as
+    The mean is $(\log\cosh x_b - \log\cosh x_a)/(x_b - x_a)$. Written as
     $\log\cosh x = |x| + \log(1 + e^{-2|x|}) - \log 2$, the difference of the
     $|x|$ parts is exact and the rest is small, so the quotient keeps its digits far
-    from $T_f$. Below $|x_b - x_a| = 10^{-3}$ it is replaced by its Taylor series
+    from zero. Below $|x_b - x_a| = 10^{-3}$ it is replaced by its Taylor series
     $\tanh m - \tanh m\,\mathrm{sech}^2 m\,(x_b - x_a)^2/12$ about the midpoint $m$,
     exact there to $10^{-15}$ and with the right first and second derivatives (the
-    quotient's would lose digits to cancellation).
+    quotient's would lose digits to cancellation). Each point's terms are computed
+    once, however many segments share it.
     """
-    width = params.ice_width
-    xa = (a - params.Tf) / width
-    xb = (b - params.Tf) / width
-    dx = xb - xa
+    magnitude = jnp.abs(x)
+    tail = jnp.log1p(jnp.exp(-2 * magnitude))
+    dx = x[1:] - x[:-1]
     close = jnp.abs(dx) < 1e-3
-    safe_dx = jnp.where(close, 1.0, dx)
-    tails = jnp.log1p(jnp.exp(-2 * jnp.abs(xb))) - jnp.log1p(jnp.exp(-2 * jnp.abs(xa)))
-    quotient = (jnp.abs(xb) - jnp.abs(xa) + tails) / safe_dx
-    midpoint = jnp.tanh(0.5 * (xa + xb))
+    quotient = (magnitude[1:] - magnitude[:-1] + tail[1:] - tail[:-1]) / jnp.where(
+        close, 1.0, dx
+    )
+    midpoint = jnp.tanh(0.5 * (x[1:] + x[:-1]))
     series = midpoint - midpoint * (1 - midpoint**2) * dx**2 / 12
-    return 0.5 * (1.0 - jnp.where(close, series, quotient))
+    return jnp.where(close, series, quotient)
+
+
+def mean_ice_fraction(a, b, params: Params):
+    """Mean of `ice_fraction` over a temperature varying linearly from `a` to `b`."""
+    x = (jnp.stack([a, b]) - params.Tf) / params.ice_width
+    return 0.5 * (1.0 - _mean_tanh(x)[0])
 
 
 class SubgridIceAlbedo(AbstractAlbedo):
@@ -101,14 +106,13 @@ class SubgridIceAlbedo(AbstractAlbedo):
     """
 
     def __call__(self, T: Temperature, params: Params, grid: Grid) -> Flux:
-        faces = 0.5 * (T[1:] + T[:-1])
         # The poles have no heat flux, hence no gradient: the face there is the cell.
-        south_faces = jnp.concatenate([T[:1], faces])
-        north_faces = jnp.concatenate([faces, T[-1:]])
-        ice = 0.5 * (
-            mean_ice_fraction(south_faces, T, params)
-            + mean_ice_fraction(T, north_faces, params)
-        )
+        faces = jnp.concatenate([T[:1], 0.5 * (T[1:] + T[:-1]), T[-1:]])
+        # South face, centre, south face, centre, ..., north pole: 2 n + 1 points
+        # bounding the 2 n half-cells.
+        points = jnp.concatenate([jnp.stack([faces[:-1], T], axis=1).ravel(), T[-1:]])
+        half_cells = _mean_tanh((points - params.Tf) / params.ice_width)
+        ice = 0.5 * (1.0 - jnp.mean(half_cells.reshape(-1, 2), axis=1))
         warm = ice_free_albedo(params, grid)
         return warm + (params.ai - warm) * ice
 
