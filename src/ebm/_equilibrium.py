@@ -217,10 +217,7 @@ def equilibrium(
         times over the no-feedback response 1/B); `None` never warns. It warns
         when the eigenvalue is known as the call returns: eagerly, and under eager
         `jax.grad` or `jax.jacfwd`. Inside `jit` (and `vmap`) nothing is known while
-        tracing: check `leading_eigenvalue` or `condition_number` there. (A
-        `jax.debug.callback` would warn at run time, but with it compiled into
-        many programs two full test runs crashed in XLA's CPU compiler; the cause
-        was not isolated.)
+        tracing: check `leading_eigenvalue` or `condition_number` there.
     - `throw`: if `True` (default), raise when the root-find fails; if `False`,
         return with `result` set to the failure code.
 
