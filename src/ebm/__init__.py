@@ -56,6 +56,12 @@ from ._model import (  # noqa: E402
     ice_edge as ice_edge,
     present_day_profile as present_day_profile,
 )
+from ._orbital import (  # noqa: E402
+    annual_mean_insolation as annual_mean_insolation,
+    daily_insolation as daily_insolation,
+    declination as declination,
+    solar_longitude as solar_longitude,
+)
 from ._params import Params as Params  # noqa: E402
 from ._physics.albedo import (  # noqa: E402
     PrescribedAlbedo as PrescribedAlbedo,
@@ -68,7 +74,16 @@ from ._physics.base import (  # noqa: E402
     AbstractLongwave as AbstractLongwave,
     AbstractTransport as AbstractTransport,
 )
-from ._physics.insolation import P2Insolation as P2Insolation  # noqa: E402
+from ._physics.heat_capacity import (  # noqa: E402
+    AbstractHeatCapacity as AbstractHeatCapacity,
+    LandOceanHeatCapacity as LandOceanHeatCapacity,
+    MixedLayerHeatCapacity as MixedLayerHeatCapacity,
+)
+from ._physics.insolation import (  # noqa: E402
+    AnnualMeanInsolation as AnnualMeanInsolation,
+    DailyInsolation as DailyInsolation,
+    P2Insolation as P2Insolation,
+)
 from ._physics.longwave import LinearLongwave as LinearLongwave  # noqa: E402
 from ._physics.transport import DiffusiveTransport as DiffusiveTransport  # noqa: E402
 from ._plot import (  # noqa: E402
@@ -82,11 +97,18 @@ from ._pseudo_transient import (  # noqa: E402
     PseudoTransientContinuation as PseudoTransientContinuation,
 )
 from ._results import RESULTS as RESULTS  # noqa: E402
+from ._seasonal import (  # noqa: E402
+    SeasonalCycle as SeasonalCycle,
+    periodic_equilibrium as periodic_equilibrium,
+    seasonal_model as seasonal_model,
+    seasonal_spinup as seasonal_spinup,
+)
 from ._stepper import (  # noqa: E402
     AbstractStepper as AbstractStepper,
     ExplicitEuler as ExplicitEuler,
     IMEXEuler as IMEXEuler,
     LinearlyImplicitEuler as LinearlyImplicitEuler,
+    Rosenbrock2 as Rosenbrock2,
 )
 from ._tridiagonal import (  # noqa: E402
     ProbedTridiagonal as ProbedTridiagonal,

@@ -39,7 +39,7 @@ import numpy as np
 from jaxtyping import Array, Float, Int
 
 from ._checkpoint import resolve_checkpoint
-from ._constants import SECONDS_PER_YEAR, WATER_DENSITY, WATER_HEAT_CAPACITY
+from ._constants import SECONDS_PER_YEAR
 from ._custom_types import Scalar, Temperature
 from ._equilibrium import initial_profile, resolve_model
 from ._grid import Grid
@@ -77,8 +77,20 @@ def default_solver() -> diffrax.AbstractSolver:
 MAX_STEP_FRACTION = 0.1
 
 
-def default_controller(params: Params) -> diffrax.PIDController:
+def smallest_heat_capacity(params: Params, model: EnergyBalanceModel | None):
+    """The smallest heat capacity of any cell, J m-2 K-1 (the fastest relaxation)."""
+    if model is None:
+        return params.heat_capacity
+    return jnp.min(model.heat_capacity(params, model.grid))
+
+
+def default_controller(
+    params: Params, model: EnergyBalanceModel | None = None
+) -> diffrax.PIDController:
     """PID control at `rtol = atol = 1e-8`, steps at most `C / (10 B)` years.
+
+    `C` is the smallest heat capacity of any cell of `model` (default: the mixed
+    layer's, `params.heat_capacity`).
 
     The cap is for derivatives. The controller sees only the state's error, so near
     a steady state it takes steps of years; but the tangent of the state with respect
@@ -87,7 +99,7 @@ def default_controller(params: Params) -> diffrax.PIDController:
     2-year run from equilibrium). A tenth of `C / B` keeps gradients within 1e-9 of
     finite differences (tests/test_integrate.py).
     """
-    relaxation = params.heat_capacity / params.B / SECONDS_PER_YEAR
+    relaxation = smallest_heat_capacity(params, model) / params.B / SECONDS_PER_YEAR
     return diffrax.PIDController(
         rtol=1e-8,
         atol=1e-8,
@@ -95,13 +107,15 @@ def default_controller(params: Params) -> diffrax.PIDController:
     )
 
 
-def _default_max_steps(params: Params, years) -> int:
+def _default_max_steps(params: Params, years, model: EnergyBalanceModel) -> int:
     """16384, or enough for `years` of capped steps (known parameters only)."""
-    leaves = (years, params.water_depth, params.B)
-    if any(isinstance(leaf, jax.core.Tracer) for leaf in leaves):
+    leaves = (years, params, model)
+    if any(isinstance(leaf, jax.core.Tracer) for leaf in jax.tree.leaves(leaves)):
         return 16384
-    # In Python floats: a jnp operation inside a caller's jit would be traced.
-    heat_capacity = WATER_DENSITY * WATER_HEAT_CAPACITY * float(params.water_depth)
+    # In numpy: a jnp operation inside a caller's jit would be traced.
+    heat_capacity = np.min(
+        np.asarray(model.heat_capacity(params, model.grid), dtype=float)
+    )
     relaxation = heat_capacity / float(params.B) / SECONDS_PER_YEAR
     needed = 2 * math.ceil(float(years) / (MAX_STEP_FRACTION * relaxation))
     # A power of two, so that runs of similar length share one compilation.
@@ -129,9 +143,16 @@ def resolve_adjoint(adjoint) -> diffrax.AbstractAdjoint:
     )
 
 
-def fastest_time_scale(params: Params, grid: Grid) -> Scalar:
-    """`C dlat^2 / (4 D)` in years: the e-folding time of the fastest diffusive mode."""
-    seconds = params.heat_capacity * grid.spacing**2 / (4.0 * params.D)
+def fastest_time_scale(
+    params: Params, grid: Grid, heat_capacity: Scalar | None = None
+) -> Scalar:
+    """`C dlat^2 / (4 D)` in years: the e-folding time of the fastest diffusive mode.
+
+    `heat_capacity` is the smallest of any cell (default `params.heat_capacity`).
+    """
+    if heat_capacity is None:
+        heat_capacity = params.heat_capacity
+    seconds = heat_capacity * grid.spacing**2 / (4.0 * params.D)
     return seconds / SECONDS_PER_YEAR
 
 
@@ -251,9 +272,9 @@ def integrate(
     if solver is None:
         solver = default_solver()
     if stepsize_controller is None:
-        stepsize_controller = default_controller(params)
+        stepsize_controller = default_controller(params, model)
     if max_steps is None:
-        max_steps = _default_max_steps(params, years)
+        max_steps = _default_max_steps(params, years, model)
     if saveat is None:
         saveat = diffrax.SaveAt(t1=True)
     else:
@@ -299,7 +320,8 @@ def _integrate(
 ) -> Trajectory:
     grid = model.grid
     if isinstance(adjoint, diffrax.BacksolveAdjoint):
-        horizon = BACKSOLVE_HORIZON * fastest_time_scale(params, grid)
+        heat_capacity = smallest_heat_capacity(params, model)
+        horizon = BACKSOLVE_HORIZON * fastest_time_scale(params, grid, heat_capacity)
         T0 = eqx.error_if(
             T0,
             years > horizon,
@@ -374,7 +396,8 @@ def integrate_fixed(
     - `T0`: initial profile, as for `ebm.integrate` (default `"present"`).
     - `stepper`: `"imex"` (default; diffusion implicit, unconditionally stable),
         `"explicit"` (forward Euler, for steps below the diffusive limit),
-        `"implicit"` (linearly implicit Euler), or an `ebm.AbstractStepper`.
+        `"implicit"` (linearly implicit Euler), `"rosenbrock"` (`ebm.Rosenbrock2`,
+        second order), or an `ebm.AbstractStepper`.
     - `checkpoint`: the reverse-mode schedule: `"none"`, `"step"`, `"sqrt"`
         (default), `("nested", levels)`, `("binomial", checkpoints)`, `"recursive"`
         or `("recursive", checkpoints)` (diffrax's `RecursiveCheckpointAdjoint`), or

@@ -8,19 +8,25 @@ $$C\,\frac{\partial T}{\partial t} = \underbrace{(1 - \alpha(T,\phi))\,Q(\phi)}_
 \left(D\cos\phi\frac{\partial T}{\partial\phi}\right)}_{\text{transport}}
 + F,$$
 
-with $C = \rho_w c_w h$ the heat capacity of a water column of depth $h$
-(`water_depth`), J m-2 K-1, and $F$ a uniform radiative forcing (`forcing`, W m-2,
+with $C$ the surface heat capacity, J m-2 K-1 (by default that of a water column of
+depth $h$ = `water_depth`, $C = \rho_w c_w h$; see `ebm.LandOceanHeatCapacity` for a
+land/ocean mix), and $F$ a uniform radiative forcing (`forcing`, W m-2,
 default 0). Each term is a swappable Module (see `ebm._physics`);
 the defaults reproduce climlab's `EBM`. The right-hand side is the *energy budget*
 (W m-2); dividing by $C$ and multiplying by the seconds in a year gives the tendency
 in K per year, which is what the vector field returns, since `ebm` measures time in
 years.
 
+With an annual-mean insolation (the default) the model is autonomous. With
+`ebm.DailyInsolation` the insolation, and so the budget, depends on the time of year
+$t$ (years from 1 January): the seasonal model.
+
 Grid, boundary conditions and discretisation are those of `ebm.Grid` and
 `ebm.DiffusiveTransport`: cells uniform in latitude, no heat flux through the poles.
 """
 
 import equinox as eqx
+import jax
 import jax.numpy as jnp
 from jaxtyping import Array, Float, PyTree
 
@@ -35,6 +41,7 @@ from ._physics.base import (
     AbstractLongwave,
     AbstractTransport,
 )
+from ._physics.heat_capacity import AbstractHeatCapacity, MixedLayerHeatCapacity
 from ._physics.insolation import P2Insolation, legendre_p2
 from ._physics.longwave import LinearLongwave
 from ._physics.transport import DiffusiveTransport
@@ -72,16 +79,21 @@ def present_day_profile(grid: Grid) -> Temperature:
 class EnergyBalanceModel(eqx.Module):
     """The diffusive energy-balance model, as a vector field for `diffrax.ODETerm`.
 
-    Call it as `model(t, T, params)`: `t` in years (unused, the model is autonomous),
-    `T` the temperature on cell centres in degC, `params` an `ebm.Params`; it returns
-    `dT/dt` in K per year. The diagnostic methods take `(T, params)`.
+    Call it as `model(t, T, params)`: `t` in years (used only by a seasonal
+    insolation), `T` the temperature on cell centres in degC, `params` an
+    `ebm.Params`; it returns `dT/dt` in K per year. The diagnostic methods take
+    `(T, params)`, and those that involve insolation also the time `t`.
 
     **Arguments:**
 
     - `grid`: the latitude grid (default `ebm.Grid()`, 60 cells).
-    - `insolation`, `albedo`, `longwave`, `transport`: the physical terms; each
-        defaults to climlab's form and can be replaced by any final subclass of its
-        abstract base.
+    - `insolation`, `albedo`, `longwave`, `transport`, `heat_capacity`: the
+        physical terms; each defaults to climlab's form and can be replaced by any
+        final subclass of its abstract base.
+
+    **Raises:**
+
+    - `ValueError`: when `heat_capacity` does not give one value per cell of `grid`.
     """
 
     grid: Grid = Grid()
@@ -89,29 +101,42 @@ class EnergyBalanceModel(eqx.Module):
     albedo: AbstractAlbedo = SubgridIceAlbedo()
     longwave: AbstractLongwave = LinearLongwave()
     transport: AbstractTransport = DiffusiveTransport()
+    heat_capacity: AbstractHeatCapacity = MixedLayerHeatCapacity()
+
+    def __check_init__(self):
+        try:
+            shape = jax.eval_shape(self.heat_capacity, Params(), self.grid).shape
+        except (TypeError, ValueError):
+            shape = "not broadcastable to the grid"
+        if shape != (self.grid.n_lat,):
+            raise ValueError(
+                f"`heat_capacity` must give one value per cell, shape "
+                f"({self.grid.n_lat},), got {shape}: is its land fraction on another "
+                "grid?"
+            )
 
     def __call__(self, t, T: Temperature, args: PyTree) -> Temperature:
-        del t
         params = args
-        return self.tendency(T, params)
+        return self.tendency(T, params, t)
 
-    def tendency(self, T: Temperature, params: Params) -> Temperature:
-        """`dT/dt`, K per year."""
-        return self.energy_budget(T, params) * SECONDS_PER_YEAR / params.heat_capacity
+    def tendency(self, T: Temperature, params: Params, t=None) -> Temperature:
+        """`dT/dt` at time `t` (years; needed by a seasonal insolation), K per year."""
+        budget = self.energy_budget(T, params, t)
+        return budget * SECONDS_PER_YEAR / self.heat_capacity(params, self.grid)
 
-    def energy_budget(self, T: Temperature, params: Params) -> Flux:
+    def energy_budget(self, T: Temperature, params: Params, t=None) -> Flux:
         """Net heating of each cell, W m-2: absorbed solar - OLR + transport + F."""
         return (
-            self.absorbed_solar(T, params)
+            self.absorbed_solar(T, params, t)
             - self.outgoing_longwave(T, params)
             + self.heat_convergence(T, params)
             + params.forcing
         )
 
-    def absorbed_solar(self, T: Temperature, params: Params) -> Flux:
-        """Absorbed solar radiation `(1 - albedo) Q`, W m-2."""
+    def absorbed_solar(self, T: Temperature, params: Params, t=None) -> Flux:
+        """Absorbed solar radiation `(1 - albedo) Q` at time `t`, W m-2."""
         albedo = self.albedo(T, params, self.grid)
-        return (1.0 - albedo) * self.insolation(params, self.grid)
+        return (1.0 - albedo) * self.insolation(params, self.grid, t)
 
     def outgoing_longwave(self, T: Temperature, params: Params) -> Flux:
         """Outgoing longwave radiation, W m-2."""

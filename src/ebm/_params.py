@@ -18,11 +18,20 @@ can be compared one to one:
 | `water_depth` | 10.0 | m | depth of the water column that sets heat capacity |
 | `ice_width` | 1.0 | K | width of the smooth ice-albedo transition |
 | `forcing` | 0.0 | W m-2 | radiative forcing added to every cell's energy budget |
+| `eccentricity` | 0.017236 | 1 | eccentricity of the Earth's orbit |
+| `obliquity` | 23.446 | degrees | tilt of the Earth's axis to its orbit |
+| `long_peri` | 281.37 | degrees | solar longitude of perihelion (from vernal equinox) |
 
 `ice_width` is ebm's own: climlab's albedo is a step at `Tf`, which has no useful
 derivative. ebm blends the two albedos with `tanh((T - Tf) / ice_width)`, which tends
 to the step as `ice_width -> 0`. So is `forcing`: a uniform radiative forcing (3.7
 W m-2 for doubled CO2) for forced and transient experiments and climate sensitivity.
+
+The orbital parameters (climlab's present-day values, Berger 1978) are used only by
+the orbital insolation terms (`ebm.DailyInsolation`, `ebm.AnnualMeanInsolation`);
+the default `P2Insolation` does not depend on them. `long_peri` follows climlab's
+convention: the Sun's longitude when the Earth is at perihelion, measured from the
+vernal equinox (281.37 degrees today: perihelion in early January).
 """
 
 import dataclasses
@@ -66,7 +75,8 @@ class Params(eqx.Module):
     **Raises:**
 
     - `ValueError`: at construction, for a non-finite value, `D < 0`, `B <= 0`,
-        `water_depth <= 0`, `ice_width <= 0`, an albedo (`a0`, `ai`, or the ice-free
+        `water_depth <= 0`, `ice_width <= 0`, `eccentricity` outside `[0, 1)`,
+        `obliquity` outside `[0, 180]` degrees, an albedo (`a0`, `ai`, or the ice-free
         albedo `a0 + a2 P2` anywhere from equator to pole) outside `[0, 1]`, or
         `S0 < 0`. Values traced under `jit`/`vmap` are checked by the entry points
         instead (non-finite results raise there).
@@ -84,16 +94,31 @@ class Params(eqx.Module):
     water_depth: Scalar = eqx.field(default=10.0, converter=_float_array)
     ice_width: Scalar = eqx.field(default=1.0, converter=_float_array)
     forcing: Scalar = eqx.field(default=0.0, converter=_float_array)
+    eccentricity: Scalar = eqx.field(default=0.017236, converter=_float_array)
+    obliquity: Scalar = eqx.field(default=23.446, converter=_float_array)
+    long_peri: Scalar = eqx.field(default=281.37, converter=_float_array)
 
     def __check_init__(self):
         always = lambda x: True  # noqa: E731
-        for name in ("A", "S0", "s2", "Tf", "forcing"):
+        for name in ("A", "S0", "s2", "Tf", "forcing", "long_peri"):
             _check(name, getattr(self, name), "finite", always)
         _check("S0", self.S0, ">= 0 W m-2", lambda x: x >= 0)
         _check("B", self.B, "> 0 W m-2 K-1", lambda x: x > 0)
         _check("D", self.D, ">= 0 W m-2 K-1", lambda x: x >= 0)
         _check("water_depth", self.water_depth, "> 0 m", lambda x: x > 0)
         _check("ice_width", self.ice_width, "> 0 K", lambda x: x > 0)
+        _check(
+            "eccentricity",
+            self.eccentricity,
+            "in [0, 1) (a closed orbit)",
+            lambda x: (0 <= x) & (x < 1),
+        )
+        _check(
+            "obliquity",
+            self.obliquity,
+            "in [0, 180] degrees",
+            lambda x: (0 <= x) & (x <= 180),
+        )
         for name in ("a0", "ai"):
             _check(
                 name, getattr(self, name), "in [0, 1]", lambda x: (0 <= x) & (x <= 1)

@@ -17,11 +17,16 @@ from .._params import Params
 
 
 class AbstractInsolation(eqx.Module):
-    """Incoming solar radiation at the top of the atmosphere."""
+    """Incoming solar radiation at the top of the atmosphere.
+
+    Annual-mean forms ignore `t`; a seasonal form (`ebm.DailyInsolation`) needs it,
+    and raises when it is not given (a model with it has no steady state: see
+    `ebm.periodic_equilibrium`).
+    """
 
     @abc.abstractmethod
-    def __call__(self, params: Params, grid: Grid) -> Flux:
-        """Insolation on cell centres, W m-2."""
+    def __call__(self, params: Params, grid: Grid, t=None) -> Flux:
+        """Insolation on cell centres at time `t` (years), W m-2."""
 
 
 class AbstractAlbedo(eqx.Module):

@@ -1,0 +1,212 @@
+r"""Orbital geometry and daily-mean insolation at the top of the atmosphere.
+
+**Conventions** (climlab's, after Eisenman and Huybers' `daily_insolation.m`): the
+calendar day $d$ runs over a year of $Y = 365.2422$ days with the vernal equinox on
+day 80 (21 March); the solar longitude $\lambda$ is the angle the Earth has moved
+along its orbit since the vernal equinox ($\lambda = 90°$ at the June solstice);
+`long_peri` $\varpi$ is the solar longitude of perihelion (281.37 degrees today, so
+perihelion falls in early January); `obliquity` $\varepsilon$ and `eccentricity`
+$e$ as usual. Time in the model, $t$ years, is day $d = tY$.
+
+**Calendar to longitude** (Kepler's laws). The mean anomaly advances uniformly,
+$M = M_{ve} + 2\pi(d - 80)/Y$, where $M_{ve}$ is its value at the vernal equinox
+(true anomaly $\nu = -\varpi$ there). Kepler's equation $E - e\sin E = M$ gives the
+eccentric anomaly $E$, solved here by Newton's method; then
+
+$$\tan\frac{\nu}{2} = \sqrt{\frac{1+e}{1-e}}\tan\frac{E}{2},\qquad
+\lambda = \nu + \varpi,\qquad \frac{a}{r} = \frac{1}{1 - e\cos E}.$$
+
+Berger (1978, section 3) writes the same map as a series to third order in $e$;
+ebm solves it exactly, which agrees with the series to $O(e^4)$ (1e-7 radians for
+today's orbit, see the tests) and stays accurate for any $e$ in $[0, 1)$.
+
+**Daily-mean insolation** (Berger 1978, eqs. 8-10). With declination
+$\sin\delta = \sin\varepsilon\sin\lambda$ and sunset hour angle $h_0$,
+$\cos h_0 = -\tan\phi\tan\delta$ ($h_0 = \pi$ in polar day, $0$ in polar night),
+
+$$Q(\phi, d) = \frac{S_0}{\pi}\left(\frac{a}{r}\right)^2\left(h_0\sin\phi\sin\delta
++ \cos\phi\cos\delta\sin h_0\right)\quad\text{W m}^{-2}.$$
+
+$Q$ is continuous with a continuous derivative across the polar circles of day and
+night (the bracket's derivative in $h_0$ vanishes there), so its gradients are too.
+
+**Annual mean.** Kepler's second law, $dt \propto (r/a)^2\,d\lambda$, cancels the
+distance factor:
+
+$$\overline{Q}(\phi) = \frac{S_0}{2\pi^2\sqrt{1-e^2}}\int_0^{2\pi}
+\left(h_0\sin\phi\sin\delta + \cos\phi\cos\delta\sin h_0\right)d\lambda,$$
+
+independent of $\varpi$, with global mean $S_0 / (4\sqrt{1-e^2})$. The integrand
+depends on $\lambda$ through $\sin\lambda$ alone and is smooth except where polar
+day or night begins; the integral is taken over $[-\pi/2, \pi/2]$ by Gauss-Legendre
+quadrature on the pieces between those points.
+"""
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jaxtyping import Array, ArrayLike, Float
+
+from ._constants import DAYS_PER_YEAR
+from ._params import Params
+
+
+VERNAL_EQUINOX_DAY = 80.0
+# Newton's method from Danby's start converges for every mean anomaly and e < 1;
+# quadratically once close, so 40 iterations leave it at rounding error even as e
+# approaches 1.
+_KEPLER_ITERATIONS = 40
+# Gauss-Legendre points on each of the three pieces of the annual-mean integral.
+_ANNUAL_POINTS = 48
+
+
+def _true_from_eccentric(E, e):
+    return 2.0 * jnp.arctan2(
+        jnp.sqrt(1.0 + e) * jnp.sin(E / 2), jnp.sqrt(1.0 - e) * jnp.cos(E / 2)
+    )
+
+
+def _eccentric_from_true(nu, e):
+    return 2.0 * jnp.arctan2(
+        jnp.sqrt(1.0 - e) * jnp.sin(nu / 2), jnp.sqrt(1.0 + e) * jnp.cos(nu / 2)
+    )
+
+
+def _solve_kepler(M, e):
+    """`E` with `E - e sin E = M`; differentiable (one Newton step carries the
+    derivative, the iterations before it are not differentiated)."""
+    M_reduced = M - 2 * jnp.pi * jnp.round(M / (2 * jnp.pi))
+    M0, e0 = jax.lax.stop_gradient((M_reduced, e))
+    E = M0 + 0.85 * e0 * jnp.sign(jnp.sin(M0))
+
+    def newton(_, E):
+        return E - (E - e0 * jnp.sin(E) - M0) / (1.0 - e0 * jnp.cos(E))
+
+    E = jax.lax.fori_loop(0, _KEPLER_ITERATIONS, newton, E, unroll=True)
+    E = jax.lax.stop_gradient(E)
+    # At the root this step is zero; its derivative is the implicit one,
+    # dE = (dM + sin E de) / (1 - e cos E).
+    E = E - (E - e * jnp.sin(E) - M_reduced) / (1.0 - e * jnp.cos(E))
+    return E + (M - M_reduced)
+
+
+def solar_longitude(day: ArrayLike, params: Params) -> Float[Array, "..."]:
+    """The solar longitude `lambda` on calendar `day`, radians in `(-pi, 3 pi)`.
+
+    **Arguments:**
+
+    - `day`: calendar day(s), the vernal equinox on day 80 of a 365.2422-day year
+        (any real value; the orbit repeats every year).
+    - `params`: `eccentricity` and `long_peri` are used.
+
+    **Returns:**
+
+    `lambda`, 0 at the vernal equinox, `pi / 2` at the June solstice.
+    """
+    e = params.eccentricity
+    perihelion = jnp.deg2rad(params.long_peri)
+    E_equinox = _eccentric_from_true(-perihelion, e)
+    M_equinox = E_equinox - e * jnp.sin(E_equinox)
+    day = jnp.asarray(day, dtype=float)
+    M = M_equinox + 2 * jnp.pi * (day - VERNAL_EQUINOX_DAY) / DAYS_PER_YEAR
+    return _true_from_eccentric(_solve_kepler(M, e), e) + perihelion
+
+
+def distance_factor(day: ArrayLike, params: Params) -> Float[Array, "..."]:
+    """`(a / r)^2` on calendar `day`: insolation relative to the mean distance's."""
+    longitude = solar_longitude(day, params)
+    e = params.eccentricity
+    perihelion = jnp.deg2rad(params.long_peri)
+    return ((1.0 + e * jnp.cos(longitude - perihelion)) / (1.0 - e**2)) ** 2
+
+
+def declination(day: ArrayLike, params: Params) -> Float[Array, "..."]:
+    """The Sun's declination on calendar `day`, radians (`params.obliquity` used)."""
+    sin_obliquity = jnp.sin(jnp.deg2rad(params.obliquity))
+    return jnp.arcsin(sin_obliquity * jnp.sin(solar_longitude(day, params)))
+
+
+def _daylight_integral(lat_radians, sin_declination):
+    """`h0 sin(lat) sin(dec) + cos(lat) cos(dec) sin(h0)` (`pi` times the daily mean
+    of the cosine of the zenith angle, counting night as zero)."""
+    sin_lat, cos_lat = jnp.sin(lat_radians), jnp.cos(lat_radians)
+    cos_declination = jnp.sqrt(1.0 - sin_declination**2)
+    # cos h0 = -tan(lat) tan(dec) = x / y, written without tan (finite at the poles).
+    x = -sin_lat * sin_declination
+    y = cos_lat * cos_declination
+    rises_and_sets = jnp.abs(x) < y
+    # The `where` keeps arccos away from +-1, where its derivative is infinite.
+    safe = jnp.where(rises_and_sets, x / jnp.where(rises_and_sets, y, 1.0), 0.0)
+    hour_angle = jnp.where(
+        rises_and_sets, jnp.arccos(safe), jnp.where(x < 0, jnp.pi, 0.0)
+    )
+    return hour_angle * sin_lat * sin_declination + y * jnp.sin(hour_angle)
+
+
+def daily_insolation(
+    lat: ArrayLike, day: ArrayLike, params: Params
+) -> Float[Array, "..."]:
+    """Daily-mean insolation at the top of the atmosphere, W m-2 (Berger 1978).
+
+    **Arguments:**
+
+    - `lat`: latitude(s), degrees north, in `[-90, 90]`.
+    - `day`: calendar day(s) (vernal equinox on day 80); broadcast against `lat`.
+    - `params`: `S0`, `eccentricity`, `obliquity` and `long_peri` are used.
+
+    **Returns:**
+
+    `Q(lat, day)`, W m-2, differentiable with respect to every argument.
+    """
+    longitude = solar_longitude(day, params)
+    e = params.eccentricity
+    perihelion = jnp.deg2rad(params.long_peri)
+    inverse_distance = (1.0 + e * jnp.cos(longitude - perihelion)) / (1.0 - e**2)
+    sin_declination = jnp.sin(jnp.deg2rad(params.obliquity)) * jnp.sin(longitude)
+    daylight = _daylight_integral(jnp.deg2rad(jnp.asarray(lat)), sin_declination)
+    return params.S0 / jnp.pi * inverse_distance**2 * daylight
+
+
+def _gauss_legendre(points: int):
+    nodes, weights = np.polynomial.legendre.leggauss(points)
+    return jnp.asarray(nodes), jnp.asarray(weights)
+
+
+def annual_mean_insolation(lat: ArrayLike, params: Params) -> Float[Array, "..."]:
+    """Annual-mean insolation at the top of the atmosphere, W m-2.
+
+    The exact annual mean of `ebm.daily_insolation` over the orbit (see the module
+    docstring): it depends on `S0`, `eccentricity` and `obliquity`, not on
+    `long_peri`. Accurate to about 1e-9 relative.
+
+    **Arguments:**
+
+    - `lat`: latitude(s), degrees north, in `[-90, 90]`.
+    - `params`: the orbital parameters and `S0`.
+
+    **Returns:**
+
+    `Qbar(lat)`, W m-2, with the shape of `lat`.
+    """
+    lat_radians = jnp.deg2rad(jnp.asarray(lat, dtype=float))
+    sin_obliquity = jnp.sin(jnp.deg2rad(params.obliquity))
+    # Polar day and night begin where |sin(obliquity) sin(lambda)| = cos(lat).
+    ratio = jnp.cos(lat_radians) / jnp.maximum(sin_obliquity, 1e-300)
+    polar = ratio < 1.0
+    # The inner `where` keeps arcsin's infinite derivative at 1 out of the gradient.
+    corner = jnp.where(polar, jnp.arcsin(jnp.where(polar, ratio, 0.0)), jnp.pi / 2)
+    nodes, weights = _gauss_legendre(_ANNUAL_POINTS)
+    pieces = ((-jnp.pi / 2, -corner), (-corner, corner), (corner, jnp.pi / 2))
+    total = 0.0
+    nodes = jnp.reshape(nodes, (1,) * lat_radians.ndim + (-1,))
+    for lower, upper in pieces:
+        half_width = (upper - lower) / 2
+        longitude = (lower + upper)[..., None] / 2 + half_width[..., None] * nodes
+        daylight = _daylight_integral(
+            lat_radians[..., None], sin_obliquity * jnp.sin(longitude)
+        )
+        total = total + half_width * (daylight @ weights)
+    # The half orbit [-pi/2, pi/2] covers every value of sin(lambda) once; the other
+    # half repeats it.
+    e = params.eccentricity
+    return params.S0 / (jnp.pi**2 * jnp.sqrt(1.0 - e**2)) * total

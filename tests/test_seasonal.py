@@ -1,0 +1,372 @@
+"""Orbital insolation, the seasonal model and its periodic steady state."""
+
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+import scipy.special
+from helpers import finite_difference, replace
+
+import ebm
+from ebm._orbital import VERNAL_EQUINOX_DAY
+
+
+YEAR = 365.2422
+PARAMS = ebm.Params()
+
+
+def _sphere_mean(fn, points=400):
+    """Area mean over the sphere of `fn(lat_degrees)`, Gauss-Legendre in sin(lat)."""
+    x, w = np.polynomial.legendre.leggauss(points)
+    return float(jnp.sum(fn(jnp.rad2deg(jnp.arcsin(jnp.asarray(x)))) * w)) / 2
+
+
+def _solstice_day(params, which):
+    """The calendar day on which the solar longitude is `which` (radians)."""
+    days = np.linspace(0.0, YEAR, 20001)
+    longitude = np.asarray(ebm.solar_longitude(days, params))
+    distance = np.abs(np.angle(np.exp(1j * (longitude - which))))
+    return float(days[np.argmin(distance)])
+
+
+def _berger_longitude(day, params):
+    """Berger's (1978) third-order series, as in climlab and daily_insolation.m."""
+    e = float(params.eccentricity)
+    w = np.deg2rad(float(params.long_peri))
+    beta = np.sqrt(1 - e**2)
+    mean_at_equinox = -2 * (
+        (e / 2 + e**3 / 8) * (1 + beta) * np.sin(-w)
+        - e**2 / 4 * (1 / 2 + beta) * np.sin(-2 * w)
+        + e**3 / 8 * (1 / 3 + beta) * np.sin(-3 * w)
+    )
+    mean = mean_at_equinox + (day - 80.0) * 2 * np.pi / YEAR
+    return (
+        mean
+        + (2 * e - e**3 / 4) * np.sin(mean - w)
+        + 5 / 4 * e**2 * np.sin(2 * (mean - w))
+        + 13 / 12 * e**3 * np.sin(3 * (mean - w))
+    )
+
+
+# --- insolation -----------------------------------------------------------------
+
+
+def test_solar_longitude_matches_bergers_series():
+    days = np.linspace(0.0, YEAR, 367)
+    exact = np.asarray(ebm.solar_longitude(days, PARAMS))
+    series = _berger_longitude(days, PARAMS)
+    difference = np.angle(np.exp(1j * (exact - series)))
+    # The series is third order in e: what is left is O(e^4), 1e-7 rad today.
+    assert np.max(np.abs(difference)) < 5 * float(PARAMS.eccentricity) ** 4
+    assert float(ebm.solar_longitude(VERNAL_EQUINOX_DAY, PARAMS)) == pytest.approx(
+        0.0, abs=1e-14
+    )
+
+
+def test_global_mean_on_any_day_is_s0_over_4_times_distance_factor():
+    for day in (0.0, 80.0, 172.0, 266.0, 355.0):
+        mean = _sphere_mean(lambda lat: ebm.daily_insolation(lat, day, PARAMS))
+        longitude = float(ebm.solar_longitude(day, PARAMS))
+        e, w = float(PARAMS.eccentricity), np.deg2rad(float(PARAMS.long_peri))
+        factor = ((1 + e * np.cos(longitude - w)) / (1 - e**2)) ** 2
+        # Latitude quadrature across the polar circles limits this to ~1e-8.
+        assert mean == pytest.approx(float(PARAMS.S0) / 4 * factor, rel=1e-7)
+
+
+@pytest.mark.parametrize("eccentricity", [0.0, 0.017236, 0.06, 0.5])
+def test_annual_global_mean_is_s0_over_4_sqrt_one_minus_e2(eccentricity):
+    params = ebm.Params(eccentricity=eccentricity, obliquity=30.0, long_peri=100.0)
+    mean = _sphere_mean(lambda lat: ebm.annual_mean_insolation(lat, params))
+    expected = float(params.S0) / (4 * np.sqrt(1 - eccentricity**2))
+    assert mean == pytest.approx(expected, rel=1e-7)
+
+
+def test_annual_mean_is_the_mean_of_the_daily_values():
+    lat = jnp.array([-90.0, -75.0, -66.0, -20.0, 0.0, 45.0, 70.0, 89.0])
+    days = jnp.arange(40000) / 40000 * YEAR
+    daily = ebm.daily_insolation(lat[:, None], days[None, :], PARAMS)
+    np.testing.assert_allclose(
+        ebm.annual_mean_insolation(lat, PARAMS), jnp.mean(daily, axis=1), rtol=1e-8
+    )
+
+
+def test_annual_mean_closed_forms_at_pole_and_equator():
+    # At the pole the sun is up half the year at height delta:
+    # Qbar = S0 sin(obliquity) / (pi sqrt(1 - e^2)); at the equator the daily value
+    # is S0/pi cos(delta) (a/r)^2, whose annual mean is a complete elliptic integral.
+    S0, e = float(PARAMS.S0), float(PARAMS.eccentricity)
+    eps = np.deg2rad(float(PARAMS.obliquity))
+    pole = S0 * np.sin(eps) / (np.pi * np.sqrt(1 - e**2))
+    equator = 2 * S0 * scipy.special.ellipe(np.sin(eps) ** 2) / np.pi**2
+    equator /= np.sqrt(1 - e**2)
+    values = ebm.annual_mean_insolation(jnp.array([90.0, -90.0, 0.0]), PARAMS)
+    np.testing.assert_allclose(values, [pole, pole, equator], rtol=1e-12)
+    # Textbook values for today's orbit (S0 = 1365.2): 173 and 417 W m-2.
+    assert pole == pytest.approx(172.93, abs=0.01)
+    assert equator == pytest.approx(416.87, abs=0.01)
+
+
+def test_polar_night_and_the_summer_solstice_polar_maximum():
+    june = _solstice_day(PARAMS, np.pi / 2)
+    december = _solstice_day(PARAMS, 3 * np.pi / 2)
+    assert 170 < june < 174 and 353 < december < 357
+    lat = jnp.linspace(-90.0, 90.0, 181)
+    q_june = np.asarray(ebm.daily_insolation(lat, june, PARAMS))
+    # Polar night poleward of 90 - obliquity in the winter hemisphere.
+    night = np.asarray(lat) < -(90 - float(PARAMS.obliquity)) - 0.1
+    assert np.all(q_june[night] == 0.0) and np.all(q_june[~night] > 0.0)
+    # The summer pole gets more than anywhere else: S0 sin(obliquity) (a/r)^2.
+    assert np.argmax(q_june) == len(lat) - 1
+    factor = float(ebm.daily_insolation(90.0, june, PARAMS)) / float(PARAMS.S0)
+    sin_eps = np.sin(np.deg2rad(float(PARAMS.obliquity)))
+    assert factor / sin_eps == pytest.approx(0.9675, abs=1e-3)  # near aphelion
+    assert float(ebm.daily_insolation(90.0, december, PARAMS)) == 0.0
+
+
+def test_p2_fit_of_the_annual_mean_is_norths_s2():
+    # North (1975): s2 = -0.48 is the P2 fit of today's annual-mean insolation.
+    def p2(lat):
+        x = jnp.sin(jnp.deg2rad(lat))
+        return (3 * x**2 - 1) / 2
+
+    mean = _sphere_mean(lambda lat: ebm.annual_mean_insolation(lat, PARAMS))
+    projection = _sphere_mean(
+        lambda lat: ebm.annual_mean_insolation(lat, PARAMS) * p2(lat)
+    )
+    s2 = 5 * projection / mean
+    assert s2 == pytest.approx(-0.48, abs=0.005)
+
+
+def test_insolation_derivatives_match_finite_differences():
+    lat, day = jnp.array([-80.0, -30.0, 10.0, 65.0, 85.0]), 200.0
+    for name in ("obliquity", "eccentricity", "long_peri", "S0"):
+
+        def daily(p):
+            return jnp.sum(ebm.daily_insolation(lat, day, p))
+
+        def annual(p):
+            return jnp.sum(ebm.annual_mean_insolation(lat, p))
+
+        for fn in (daily, annual):
+            gradient = getattr(jax.grad(fn)(PARAMS), name)
+            expected = finite_difference(fn, PARAMS, name, relative_step=1e-5)
+            assert float(gradient) == pytest.approx(expected, rel=1e-6, abs=1e-9)
+
+
+@pytest.mark.parametrize(
+    "name, value, allowed",
+    [
+        ("eccentricity", 1.0, "in [0, 1)"),
+        ("eccentricity", -0.1, "in [0, 1)"),
+        ("eccentricity", float("nan"), "finite"),
+        ("obliquity", 200.0, "in [0, 180]"),
+        ("obliquity", float("inf"), "finite"),
+        ("long_peri", float("nan"), "finite"),
+    ],
+)
+def test_bad_orbital_parameter_is_named(name, value, allowed):
+    with pytest.raises(ValueError) as info:
+        ebm.Params(**{name: value})
+    assert f"`{name}`" in str(info.value) and allowed in str(info.value)
+
+
+def test_traced_bad_eccentricity_is_rejected_inside_jit():
+    def cycle(e):
+        params = eqx.tree_at(lambda p: p.eccentricity, PARAMS, e)
+        return ebm.seasonal_spinup(params, years=0, grid=ebm.Grid(12)).annual_mean
+
+    with pytest.raises(Exception, match="eccentricity"):
+        jax.jit(cycle)(jnp.asarray(1.5))
+
+
+def test_annual_mean_insolation_model_has_an_equilibrium_differentiable_in_obliquity():
+    model = ebm.EnergyBalanceModel(insolation=ebm.AnnualMeanInsolation())
+
+    def edge(p):
+        return ebm.equilibrium(p, model=model).ice_edge
+
+    gradient = jax.grad(edge)(PARAMS).obliquity
+    expected = finite_difference(edge, PARAMS, "obliquity")
+    assert float(gradient) == pytest.approx(expected, rel=1e-6)
+    # More tilt, less polar-versus-tropical contrast in the annual mean: the ice
+    # retreats.
+    assert float(gradient) > 0
+
+
+def test_seasonal_model_has_no_steady_state():
+    with pytest.raises(ValueError, match="periodic_equilibrium"):
+        ebm.equilibrium(PARAMS, model=ebm.seasonal_model())
+
+
+# --- heat capacity --------------------------------------------------------------
+
+
+def test_land_ocean_heat_capacity_validates_and_mixes():
+    with pytest.raises(ValueError, match="`land_fraction`"):
+        ebm.LandOceanHeatCapacity(land_fraction=1.2)
+    with pytest.raises(ValueError, match="`land_water_depth`"):
+        ebm.LandOceanHeatCapacity(land_fraction=0.3, land_water_depth=0.0)
+    with pytest.raises(ValueError, match="`heat_capacity`"):
+        ebm.EnergyBalanceModel(
+            grid=ebm.Grid(10),
+            heat_capacity=ebm.LandOceanHeatCapacity(land_fraction=jnp.zeros(12)),
+        )
+    grid = ebm.Grid(10)
+    fraction = jnp.linspace(0.0, 1.0, 10)
+    capacity = ebm.LandOceanHeatCapacity(fraction, land_water_depth=2.0)(PARAMS, grid)
+    per_metre = float(PARAMS.heat_capacity) / float(PARAMS.water_depth)
+    np.testing.assert_allclose(capacity[jnp.array([0, -1])], [10 * per_metre, 2 * per_metre])
+
+
+# --- the seasonal model in time -------------------------------------------------
+
+
+@pytest.mark.parametrize("adjoint", ["recursive", "direct", "forward", "backsolve"])
+def test_seasonal_integration_gradient_under_every_adjoint(adjoint):
+    model = ebm.seasonal_model(ebm.Grid(18))
+
+    def polar(obliquity):
+        params = replace(PARAMS, "obliquity", obliquity)
+        trajectory = ebm.integrate(
+            params, model=model, years=0.05, T0="present", adjoint=adjoint
+        )
+        return trajectory.T[-1]
+
+    obliquity = jnp.asarray(23.446)
+    if adjoint == "forward":
+        gradient = jax.jacfwd(polar)(obliquity)
+    else:
+        gradient = jax.grad(polar)(obliquity)
+    step = 1e-3
+    expected = (polar(obliquity + step) - polar(obliquity - step)) / (2 * step)
+    # Adaptive steps at rtol 1e-8: differences agree to the solver's tolerance.
+    assert float(gradient) == pytest.approx(float(expected), rel=1e-5)
+
+
+def test_rosenbrock2_is_second_order():
+    # A wide ice transition keeps the forcing smooth enough for the asymptotic order
+    # to show at these steps (at 1 K it needs smaller ones: see the README).
+    model = ebm.seasonal_model(ebm.Grid(18))
+    params = replace(PARAMS, "ice_width", 10.0)
+
+    def run(steps):
+        return ebm.integrate_fixed(
+            params, model=model, dt=0.5 / steps, steps=steps, stepper="rosenbrock"
+        ).T
+
+    reference = run(4096)
+    errors = [float(jnp.max(jnp.abs(run(n) - reference))) for n in (32, 64, 128)]
+    orders = np.log2(np.array(errors[:-1]) / np.array(errors[1:]))
+    assert np.all(orders > 1.85), orders
+
+
+# --- the periodic steady state --------------------------------------------------
+
+GRID = ebm.Grid(30)
+STEPS = 73
+
+
+@pytest.fixture(scope="module")
+def cycle():
+    return ebm.periodic_equilibrium(PARAMS, grid=GRID, steps_per_year=STEPS)
+
+
+def test_shooting_agrees_with_a_long_spinup(cycle):
+    assert cycle.converged and cycle.residual < 1e-10
+    spun = ebm.seasonal_spinup(PARAMS, grid=GRID, steps_per_year=STEPS, years=80)
+    assert float(jnp.max(jnp.abs(spun.T0 - cycle.T0))) < 1e-8
+    assert float(jnp.max(jnp.abs(spun.T - cycle.T))) < 1e-8
+    # The spin-up is the same map iterated: integrate_fixed over the same steps.
+    again = ebm.integrate_fixed(
+        PARAMS,
+        model=ebm.seasonal_model(GRID),
+        dt=1.0 / STEPS,
+        steps=STEPS,
+        T0=cycle.T0,
+        stepper="rosenbrock",
+    )
+    assert float(jnp.max(jnp.abs(again.T - cycle.T0))) < 1e-9
+
+
+def test_seasonal_cycle_physics(cycle):
+    lat = np.asarray(cycle.lat)
+    amplitude = np.asarray(cycle.amplitude)
+    # The seasonal range grows from the equator to the poles.
+    assert amplitude[np.argmin(np.abs(lat))] < 3.0 < amplitude[-1]
+    # Northern summer is warmer than northern winter at high latitude, and the
+    # reverse in the south; the ice edge moves with the seasons.
+    t = np.asarray(cycle.t)
+    july = np.argmin(np.abs(t - 200 / YEAR))
+    january = np.argmin(np.abs(t - 15 / YEAR))
+    T = np.asarray(cycle.T)
+    assert T[july, -1] > T[january, -1] and T[july, 0] < T[january, 0]
+    edge = np.asarray(cycle.ice_edge)
+    assert edge.max() - edge.min() > 5.0
+    assert float(cycle.annual_mean_ice_edge) == pytest.approx(edge.mean())
+    # The annual mean of the cycle is close to, not equal to, the annual-mean model's.
+    annual_model = ebm.EnergyBalanceModel(
+        grid=GRID, insolation=ebm.AnnualMeanInsolation()
+    )
+    steady = ebm.equilibrium(PARAMS, model=annual_model)
+    difference = np.abs(np.asarray(cycle.annual_mean - steady.T))
+    assert 0.01 < difference.max() < 10.0
+
+
+def test_periodic_equilibrium_gradient_matches_finite_differences(cycle):
+    def output(params):
+        state = ebm.periodic_equilibrium(params, grid=GRID, steps_per_year=STEPS)
+        return state.annual_global_mean + 0.1 * state.T[30, -1]
+
+    gradient = jax.grad(output)(PARAMS)
+    forward = jax.jacfwd(output)(PARAMS)
+    for name in ("obliquity", "eccentricity", "long_peri", "D", "water_depth", "A"):
+        value = float(getattr(gradient, name))
+        assert value == pytest.approx(float(getattr(forward, name)), rel=1e-9)
+        expected = finite_difference(output, PARAMS, name, relative_step=1e-5)
+        assert value == pytest.approx(expected, rel=1e-6, abs=1e-10)
+
+
+def test_deep_ocean_and_land_are_differentiable_model_leaves():
+    heat_capacity = ebm.LandOceanHeatCapacity(
+        land_fraction=jnp.where(GRID.lat > 30, 0.5, 0.1), land_water_depth=1.0
+    )
+    model = ebm.seasonal_model(GRID, heat_capacity=heat_capacity)
+    params = replace(PARAMS, "water_depth", 50.0)
+
+    def polar_range(depth):
+        land = eqx.tree_at(lambda m: m.heat_capacity.land_water_depth, model, depth)
+        state = ebm.periodic_equilibrium(params, model=land, steps_per_year=STEPS)
+        return state.amplitude[-1]
+
+    depth = jnp.asarray(1.0)
+    gradient = float(jax.grad(polar_range)(depth))
+    step = 1e-4
+    expected = (polar_range(depth + step) - polar_range(depth - step)) / (2 * step)
+    assert gradient == pytest.approx(float(expected), rel=1e-5)
+    # Heavier land damps the seasons.
+    assert gradient < 0
+
+
+def test_unconverged_shooting_says_so():
+    state = ebm.periodic_equilibrium(
+        PARAMS, grid=GRID, steps_per_year=STEPS, max_steps=1, throw=False
+    )
+    assert not state.converged
+    with pytest.raises(Exception, match="steps"):
+        ebm.periodic_equilibrium(PARAMS, grid=GRID, steps_per_year=STEPS, max_steps=1)
+
+
+@pytest.mark.parametrize(
+    "kwargs, match",
+    [
+        (dict(steps_per_year=2), "`steps_per_year`"),
+        (dict(spinup_years=-1), "`spinup_years`"),
+        (dict(checkpoint=("binomial", 4)), "reverse mode only"),
+        (dict(stepper="rk4"), "`stepper`"),
+        (dict(start="tropical"), "`start`"),
+    ],
+)
+def test_bad_arguments_are_named(kwargs, match):
+    with pytest.raises(ValueError, match=match):
+        ebm.periodic_equilibrium(PARAMS, grid=GRID, **kwargs)
