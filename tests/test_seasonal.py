@@ -6,10 +6,10 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 import scipy.special
-from helpers import finite_difference, replace
 
 import ebm
 from ebm._orbital import VERNAL_EQUINOX_DAY
+from helpers import finite_difference, replace
 
 
 YEAR = 365.2422
@@ -216,7 +216,8 @@ def test_land_ocean_heat_capacity_validates_and_mixes():
     fraction = jnp.linspace(0.0, 1.0, 10)
     capacity = ebm.LandOceanHeatCapacity(fraction, land_water_depth=2.0)(PARAMS, grid)
     per_metre = float(PARAMS.heat_capacity) / float(PARAMS.water_depth)
-    np.testing.assert_allclose(capacity[jnp.array([0, -1])], [10 * per_metre, 2 * per_metre])
+    ends = capacity[jnp.array([0, -1])]
+    np.testing.assert_allclose(ends, [10 * per_metre, 2 * per_metre])
 
 
 # --- the seasonal model in time -------------------------------------------------
