@@ -91,6 +91,7 @@ from ._plot import (  # noqa: E402
     plot_equilibrium as plot_equilibrium,
     plot_fit as plot_fit,
     plot_memory_scaling as plot_memory_scaling,
+    plot_seasonal_cycle as plot_seasonal_cycle,
     plot_sensitivity as plot_sensitivity,
 )
 from ._pseudo_transient import (  # noqa: E402

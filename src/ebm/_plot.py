@@ -262,3 +262,59 @@ def plot_branch(branch, path=None, *, axes=None, label=None, color=None, annotat
     if path is not None:
         fig.savefig(path, dpi=120)
     return fig
+
+
+def plot_seasonal_cycle(cycle, path=None, *, title=None):
+    """A latitude-time (Hovmoller) plot of a seasonal cycle, and its amplitude.
+
+    Left: temperature against day of year and latitude, with the 0 degC contour and
+    the northern ice edge. Right: the annual mean and half the seasonal range of
+    each latitude.
+
+    **Arguments:**
+
+    - `cycle`: an `ebm.SeasonalCycle`.
+    - `path`: if given, save the figure there.
+    - `title`: the figure's title.
+
+    **Returns:**
+
+    The matplotlib figure.
+    """
+    from ._constants import DAYS_PER_YEAR
+
+    plt = _pyplot()
+    fig, (hovmoller, profile) = plt.subplots(
+        1, 2, figsize=(12, 4.5), layout="constrained", width_ratios=(2.2, 1)
+    )
+    day = np.asarray(cycle.t) * DAYS_PER_YEAR
+    lat, T = np.asarray(cycle.lat), np.asarray(cycle.T)
+    limit = float(np.max(np.abs(T)))
+    mesh = hovmoller.pcolormesh(
+        day, lat, T.T, cmap="RdBu_r", vmin=-limit, vmax=limit, shading="nearest"
+    )
+    hovmoller.contour(day, lat, T.T, levels=[0.0], colors="k", linewidths=0.8)
+    hovmoller.plot(
+        day, np.asarray(cycle.ice_edge), color="tab:cyan", lw=2, label="ice edge (N)"
+    )
+    fig.colorbar(mesh, ax=hovmoller, label="surface temperature (°C)")
+    hovmoller.set_xlabel("day of year")
+    hovmoller.set_ylabel("latitude (°N)")
+    hovmoller.set_yticks(np.arange(-90, 91, 30))
+    hovmoller.set_xlim(0, DAYS_PER_YEAR)
+    hovmoller.legend(loc="lower right")
+    profile.plot(lat, np.asarray(cycle.annual_mean), label="annual mean (°C)")
+    profile.plot(lat, np.asarray(cycle.amplitude), label="amplitude (K)")
+    profile.set_xlabel("latitude (°N)")
+    profile.set_xticks(np.arange(-90, 91, 30))
+    profile.legend()
+    fig.suptitle(
+        title
+        or (
+            f"seasonal cycle: global mean {float(cycle.annual_global_mean):.2f} °C, "
+            f"mean ice edge {float(cycle.annual_mean_ice_edge):.1f}°N"
+        )
+    )
+    if path is not None:
+        fig.savefig(path, dpi=120)
+    return fig
