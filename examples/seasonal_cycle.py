@@ -56,7 +56,8 @@ def main():
     )
     print(
         f"  northern ice edge          {edge.min():7.1f} N "
-        f"(day {day[edge.argmin()]:.0f}) to {edge.max():.1f} N (day {day[edge.argmax()]:.0f}); mean "
+        f"(day {day[edge.argmin()]:.0f}) to {edge.max():.1f} N "
+        f"(day {day[edge.argmax()]:.0f}); mean "
         f"{float(cycle.annual_mean_ice_edge):.1f} N"
     )
     lat = np.asarray(cycle.lat)
