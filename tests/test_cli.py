@@ -98,3 +98,25 @@ def test_snowball_hysteresis_example_runs(tmp_path):
     assert result.stdout.count("4 folds") == 2
     assert "snowball fold from today's climate" in result.stdout
     assert (tmp_path / "hysteresis.png").stat().st_size > 10_000
+
+
+def test_seasonal_cycle_example_runs(tmp_path):
+    result = _run_example("seasonal_cycle.py", "--fast", cwd=tmp_path)
+    assert "Newton steps" in result.stdout
+    agreement = next(
+        line for line in result.stdout.splitlines() if line.startswith("spin-up of")
+    )
+    # "... is within X K of the shooting solution"
+    assert float(agreement.split("within ")[1].split()[0]) < 1e-8
+    assert (tmp_path / "seasonal_cycle.png").stat().st_size > 10_000
+
+
+def test_orbital_sensitivity_example_runs(tmp_path):
+    result = _run_example("orbital_sensitivity.py", "--fast", cwd=tmp_path)
+    checks = [
+        line for line in result.stdout.splitlines() if "finite difference" in line
+    ]
+    assert len(checks) == 4  # the heading and one line per orbital parameter
+    for line in checks[1:]:
+        assert float(line.rsplit("(", 1)[1].rstrip(")")) < 1e-5
+    assert (tmp_path / "orbital_sensitivity.png").stat().st_size > 10_000

@@ -154,6 +154,20 @@ def test_insolation_derivatives_match_finite_differences():
             assert float(gradient) == pytest.approx(expected, rel=1e-6, abs=1e-9)
 
 
+@pytest.mark.parametrize("obliquity", [0.0, 90.0])
+def test_insolation_gradients_stay_finite_at_extreme_obliquities(obliquity):
+    # The Sun overhead at a pole (90), no seasons (0); the equator and the poles.
+    params = ebm.Params(obliquity=obliquity)
+    lat = jnp.array([-90.0, -60.0, 0.0, 45.0, 90.0])
+    solstice = _solstice_day(params, np.pi / 2)
+    for fn in (
+        lambda p: jnp.sum(ebm.annual_mean_insolation(lat, p)),
+        lambda p: jnp.sum(ebm.daily_insolation(lat, solstice, p)),
+    ):
+        gradient = jax.grad(fn)(params)
+        assert all(np.isfinite(float(leaf)) for leaf in jax.tree.leaves(gradient))
+
+
 @pytest.mark.parametrize(
     "name, value, allowed",
     [
@@ -223,26 +237,53 @@ def test_land_ocean_heat_capacity_validates_and_mixes():
 # --- the seasonal model in time -------------------------------------------------
 
 
+SHORT_RUN = ebm.seasonal_model(ebm.Grid(18))
+
+
+def _polar_after_a_short_run(obliquity, adjoint="recursive"):
+    params = replace(PARAMS, "obliquity", obliquity)
+    trajectory = ebm.integrate(
+        params, model=SHORT_RUN, years=0.05, T0="present", adjoint=adjoint
+    )
+    return trajectory.T[-1]
+
+
+@pytest.fixture(scope="module")
+def short_run_finite_difference():
+    step, obliquity = 1e-3, 23.446
+    up = _polar_after_a_short_run(jnp.asarray(obliquity + step))
+    down = _polar_after_a_short_run(jnp.asarray(obliquity - step))
+    return float((up - down) / (2 * step))
+
+
 @pytest.mark.parametrize("adjoint", ["recursive", "direct", "forward", "backsolve"])
-def test_seasonal_integration_gradient_under_every_adjoint(adjoint):
-    model = ebm.seasonal_model(ebm.Grid(18))
-
+def test_seasonal_integration_gradient_under_every_adjoint(
+    adjoint, short_run_finite_difference
+):
     def polar(obliquity):
-        params = replace(PARAMS, "obliquity", obliquity)
-        trajectory = ebm.integrate(
-            params, model=model, years=0.05, T0="present", adjoint=adjoint
-        )
-        return trajectory.T[-1]
+        return _polar_after_a_short_run(obliquity, adjoint)
 
-    obliquity = jnp.asarray(23.446)
-    if adjoint == "forward":
-        gradient = jax.jacfwd(polar)(obliquity)
-    else:
-        gradient = jax.grad(polar)(obliquity)
-    step = 1e-3
-    expected = (polar(obliquity + step) - polar(obliquity - step)) / (2 * step)
+    differentiate = jax.jacfwd if adjoint == "forward" else jax.grad
+    gradient = differentiate(polar)(jnp.asarray(23.446))
     # Adaptive steps at rtol 1e-8: differences agree to the solver's tolerance.
-    assert float(gradient) == pytest.approx(float(expected), rel=1e-5)
+    assert float(gradient) == pytest.approx(short_run_finite_difference, rel=1e-5)
+
+
+def test_seasonal_integration_inside_jit_with_fixed_parameters():
+    model = ebm.seasonal_model(ebm.Grid(12))
+    model = eqx.tree_at(
+        lambda m: m.heat_capacity,
+        model,
+        ebm.LandOceanHeatCapacity(land_fraction=0.3),
+    )
+
+    @jax.jit
+    def run():
+        return ebm.integrate(PARAMS, model=model, years=0.05).T
+
+    np.testing.assert_allclose(
+        run(), ebm.integrate(PARAMS, model=model, years=0.05).T, rtol=1e-12
+    )
 
 
 def test_rosenbrock2_is_second_order():
@@ -354,8 +395,16 @@ def test_unconverged_shooting_says_so():
         PARAMS, grid=GRID, steps_per_year=STEPS, max_steps=1, throw=False
     )
     assert not state.converged
+
+    # Inside the user's jit, where only a derived field is used, it still raises.
+    @jax.jit
+    def mean(params):
+        return ebm.periodic_equilibrium(
+            params, grid=GRID, steps_per_year=STEPS, max_steps=1
+        ).annual_global_mean
+
     with pytest.raises(Exception, match="steps"):
-        ebm.periodic_equilibrium(PARAMS, grid=GRID, steps_per_year=STEPS, max_steps=1)
+        mean(PARAMS).block_until_ready()
 
 
 @pytest.mark.parametrize(

@@ -112,10 +112,11 @@ def _default_max_steps(params: Params, years, model: EnergyBalanceModel) -> int:
     leaves = (years, params, model)
     if any(isinstance(leaf, jax.core.Tracer) for leaf in jax.tree.leaves(leaves)):
         return 16384
-    # In numpy: a jnp operation inside a caller's jit would be traced.
-    heat_capacity = np.min(
-        np.asarray(model.heat_capacity(params, model.grid), dtype=float)
-    )
+    # Evaluated now: inside a caller's jit a jnp operation would otherwise be traced.
+    with jax.ensure_compile_time_eval():
+        heat_capacity = np.min(
+            np.asarray(model.heat_capacity(params, model.grid), dtype=float)
+        )
     relaxation = heat_capacity / float(params.B) / SECONDS_PER_YEAR
     needed = 2 * math.ceil(float(years) / (MAX_STEP_FRACTION * relaxation))
     # A power of two, so that runs of similar length share one compilation.

@@ -91,7 +91,8 @@ def _solve_kepler(M, e):
 
 
 def solar_longitude(day: ArrayLike, params: Params) -> Float[Array, "..."]:
-    """The solar longitude `lambda` on calendar `day`, radians in `(-pi, 3 pi)`.
+    """The solar longitude `lambda` on calendar `day`, radians (any branch: it grows
+    by `2 pi` a year; take it mod `2 pi` for an angle).
 
     **Arguments:**
 
@@ -101,7 +102,7 @@ def solar_longitude(day: ArrayLike, params: Params) -> Float[Array, "..."]:
 
     **Returns:**
 
-    `lambda`, 0 at the vernal equinox, `pi / 2` at the June solstice.
+    `lambda`, 0 (mod `2 pi`) at the vernal equinox, `pi / 2` at the June solstice.
     """
     e = params.eccentricity
     perihelion = jnp.deg2rad(params.long_peri)
@@ -130,7 +131,13 @@ def _daylight_integral(lat_radians, sin_declination):
     """`h0 sin(lat) sin(dec) + cos(lat) cos(dec) sin(h0)` (`pi` times the daily mean
     of the cosine of the zenith angle, counting night as zero)."""
     sin_lat, cos_lat = jnp.sin(lat_radians), jnp.cos(lat_radians)
-    cos_declination = jnp.sqrt(1.0 - sin_declination**2)
+    # sqrt's derivative is infinite at zero (the Sun overhead at a pole, obliquity
+    # 90): guarded so that gradients stay finite there.
+    square = (1.0 - sin_declination) * (1.0 + sin_declination)
+    positive = square > 0
+    cos_declination = jnp.where(
+        positive, jnp.sqrt(jnp.where(positive, square, 1.0)), 0.0
+    )
     # cos h0 = -tan(lat) tan(dec) = x / y, written without tan (finite at the poles).
     x = -sin_lat * sin_declination
     y = cos_lat * cos_declination
@@ -191,10 +198,12 @@ def annual_mean_insolation(lat: ArrayLike, params: Params) -> Float[Array, "..."
     lat_radians = jnp.deg2rad(jnp.asarray(lat, dtype=float))
     sin_obliquity = jnp.sin(jnp.deg2rad(params.obliquity))
     # Polar day and night begin where |sin(obliquity) sin(lambda)| = cos(lat).
-    ratio = jnp.cos(lat_radians) / jnp.maximum(sin_obliquity, 1e-300)
-    polar = ratio < 1.0
-    # The inner `where` keeps arcsin's infinite derivative at 1 out of the gradient.
-    corner = jnp.where(polar, jnp.arcsin(jnp.where(polar, ratio, 0.0)), jnp.pi / 2)
+    cos_lat = jnp.cos(lat_radians)
+    polar = cos_lat < sin_obliquity
+    # The inner `where`s keep arcsin's infinite derivative at 1, and a division by
+    # zero at obliquity 0, out of the gradient.
+    ratio = jnp.where(polar, cos_lat, 0.0) / jnp.where(polar, sin_obliquity, 1.0)
+    corner = jnp.where(polar, jnp.arcsin(ratio), jnp.pi / 2)
     nodes, weights = _gauss_legendre(_ANNUAL_POINTS)
     pieces = ((-jnp.pi / 2, -corner), (-corner, corner), (corner, jnp.pi / 2))
     total = 0.0

@@ -264,16 +264,18 @@ def plot_branch(branch, path=None, *, axes=None, label=None, color=None, annotat
     return fig
 
 
-def plot_seasonal_cycle(cycle, path=None, *, title=None):
+def plot_seasonal_cycle(cycle, params=None, path=None, *, title=None):
     """A latitude-time (Hovmoller) plot of a seasonal cycle, and its amplitude.
 
-    Left: temperature against day of year and latitude, with the 0 degC contour and
-    the northern ice edge. Right: the annual mean and half the seasonal range of
-    each latitude.
+    Left: temperature against day of year and latitude, with the `Tf` contour (the
+    ice threshold) and the northern ice edge. Right: the annual mean and half the
+    seasonal range of each latitude.
 
     **Arguments:**
 
     - `cycle`: an `ebm.SeasonalCycle`.
+    - `params`: the `ebm.Params` it was computed with (for `Tf`; default
+        `ebm.Params()`).
     - `path`: if given, save the figure there.
     - `title`: the figure's title.
 
@@ -282,7 +284,9 @@ def plot_seasonal_cycle(cycle, path=None, *, title=None):
     The matplotlib figure.
     """
     from ._constants import DAYS_PER_YEAR
+    from ._params import Params
 
+    freezing = float((Params() if params is None else params).Tf)
     plt = _pyplot()
     fig, (hovmoller, profile) = plt.subplots(
         1, 2, figsize=(12, 4.5), layout="constrained", width_ratios=(2.2, 1)
@@ -293,11 +297,13 @@ def plot_seasonal_cycle(cycle, path=None, *, title=None):
     mesh = hovmoller.pcolormesh(
         day, lat, T.T, cmap="RdBu_r", vmin=-limit, vmax=limit, shading="nearest"
     )
-    hovmoller.contour(day, lat, T.T, levels=[0.0], colors="k", linewidths=0.8)
+    hovmoller.contour(day, lat, T.T, levels=[freezing], colors="k", linewidths=0.8)
     hovmoller.plot(
         day, np.asarray(cycle.ice_edge), color="tab:cyan", lw=2, label="ice edge (N)"
     )
-    fig.colorbar(mesh, ax=hovmoller, label="surface temperature (°C)")
+    fig.colorbar(
+        mesh, ax=hovmoller, label=f"surface temperature (°C); contour Tf = {freezing:g}"
+    )
     hovmoller.set_xlabel("day of year")
     hovmoller.set_ylabel("latitude (°N)")
     hovmoller.set_yticks(np.arange(-90, 91, 30))

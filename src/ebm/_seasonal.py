@@ -111,13 +111,14 @@ def _resolve_year(stepper, checkpoint, steps_per_year):
 
 def _check_orbit(T, params: Params) -> Temperature:
     """Reject traced orbital parameters that `Params` could not check."""
-    e = params.eccentricity
-    bad = ~((e >= 0) & (e < 1))
-    bad = bad | ~jnp.isfinite(params.obliquity) | ~jnp.isfinite(params.long_peri)
+    e, obliquity = params.eccentricity, params.obliquity
+    bad = ~((e >= 0) & (e < 1)) | ~((obliquity >= 0) & (obliquity <= 180))
+    bad = bad | ~jnp.isfinite(params.long_peri)
     return eqx.error_if(
         T,
         bad,
-        "`eccentricity` must be in [0, 1), and `obliquity` and `long_peri` finite.",
+        "`eccentricity` must be in [0, 1), `obliquity` in [0, 180] degrees and "
+        "`long_peri` finite.",
     )
 
 
@@ -270,6 +271,8 @@ def periodic_equilibrium(
     - `adjoint`: the optimistix adjoint (default `ImplicitAdjoint` with GMRES).
     - `max_steps`: Newton step limit.
     - `throw`: raise when the solve fails (default), else report it in `result`.
+        (A derivative's implicit linear solve raises when it fails either way:
+        optimistix does not return its result code.)
 
     **Returns:**
 
@@ -313,12 +316,21 @@ def _periodic_equilibrium(
         throw=False,
     )
     result = RESULTS.promote(solution.result)
-    cycle = _cycle(year, solution.value, params, result, solution.stats["num_steps"])
+    T0 = solution.value
     if throw:
-        cycle = eqx.tree_at(
-            lambda c: c.T0, cycle, cycle.result.error_if(cycle.T0, ~cycle.converged)
-        )
+        # Before anything is derived from it, so that no output escapes the check.
+        T0 = result.error_if(T0, result != RESULTS.successful)
+    cycle = _cycle(year, T0, params, result, solution.stats["num_steps"])
+    if throw:
+        cycle = _raise_unless_converged(cycle)
     return cycle
+
+
+def _raise_unless_converged(cycle: SeasonalCycle) -> SeasonalCycle:
+    """Thread the failure check onto every array of `cycle` (none escapes it)."""
+    dynamic, static = eqx.partition(cycle, eqx.is_inexact_array)
+    dynamic = cycle.result.error_if(dynamic, ~cycle.converged)
+    return eqx.combine(dynamic, static)
 
 
 def seasonal_spinup(

@@ -21,6 +21,7 @@ cycle does). A column of water $h$ metres deep holds $C = \rho_w c_w h$.
 import abc
 
 import equinox as eqx
+import jax
 import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, Float
@@ -67,6 +68,10 @@ class LandOceanHeatCapacity(AbstractHeatCapacity):
     )
 
     def __check_init__(self):
+        if isinstance(self.land_fraction, jax.core.Tracer) or isinstance(
+            self.land_water_depth, jax.core.Tracer
+        ):
+            return  # Traced (built inside jit): nothing to check yet.
         fraction = np.asarray(self.land_fraction, dtype=float)
         if fraction.ndim > 1 or not np.all((0 <= fraction) & (fraction <= 1)):
             raise ValueError(
