@@ -37,7 +37,8 @@ root-finder's tolerance. A Rosenbrock step's derivatives cost a small multiple o
 the step (O(n)), where an implicit Runge-Kutta step's pass through its stage
 root-finds (diffrax's `Kvaerno5`) forms the stage Jacobian densely: 2.2 and 6.5
 times the cost of the step at 60 cells, and O(n^2). The default 365 steps (one a
-day) are within 0.01 K of the converged cycle (see `benchmarks/seasonal.py`); the
+day) are within 0.03 K of the converged cycle, 146 within 0.08 K and 1460 within
+0.003 K (see `benchmarks/seasonal.py`); the
 seasonal model also runs under `ebm.integrate` with diffrax's adaptive solvers and
 every adjoint.
 """
@@ -230,7 +231,7 @@ def _shooting_residual(T0, args):
 def _krylov(rtol: float, atol: float) -> lx.GMRES:
     # `dPhi/dT0 - I` is minus the identity plus a few slow modes: a short Krylov
     # space holds them (lineax runs every restart cycle in full, so keep it short).
-    return lx.GMRES(rtol=rtol, atol=atol, restart=8, stagnation_iters=8)
+    return lx.GMRES(rtol=rtol, atol=atol, restart=6, stagnation_iters=6)
 
 
 def periodic_equilibrium(
@@ -240,7 +241,7 @@ def periodic_equilibrium(
     model: EnergyBalanceModel | None = None,
     start="present",
     steps_per_year: int = STEPS_PER_YEAR,
-    spinup_years: int = 2,
+    spinup_years: int = 4,
     stepper="rosenbrock",
     checkpoint="none",
     solver: optx.AbstractRootFinder | None = None,
@@ -259,7 +260,7 @@ def periodic_equilibrium(
         `"cold"` (as for `ebm.equilibrium`), or a profile of shape `(n_lat,)` on 1
         January.
     - `steps_per_year`: equal time steps per year (default 365).
-    - `spinup_years`: years of spin-up from `start` before shooting (default 2;
+    - `spinup_years`: years of spin-up from `start` before shooting (default 4;
         cheap, and it brings Newton close to the cycle).
     - `stepper`: the fixed-step stepper, as for `ebm.integrate_fixed` (default
         `"rosenbrock"`, `ebm.Rosenbrock2`).
