@@ -87,6 +87,12 @@ def _named_tendency(model, t, T, params):
     return checkpoint_name(model(t, T, params), "ebm_tendency")
 
 
+def _named_linearisation(model, t, T, params) -> tuple[Temperature, TridiagonalMatrix]:
+    """The (named) tendency and its probed Jacobian, from one linearisation."""
+    tendency, jacobian = _linearise(lambda T: model(t, T, params), T)
+    return checkpoint_name(tendency, "ebm_tendency"), jacobian
+
+
 class ExplicitEuler(AbstractStepper):
     """Forward Euler; its step must stay below the diffusive stability limit."""
 
@@ -135,9 +141,7 @@ class LinearlyImplicitEuler(AbstractStepper):
 
     def step(self, model, state, t, T, params, dt):
         del state
-        # One linearisation gives both the tendency and its Jacobian.
-        tendency, jacobian = _linearise(lambda T: model(t, T, params), T)
-        tendency = checkpoint_name(tendency, "ebm_tendency")
+        tendency, jacobian = _named_linearisation(model, t, T, params)
         return T + jacobian.shifted(1.0 / dt).solve(tendency)
 
 
@@ -154,8 +158,7 @@ class Rosenbrock2(AbstractStepper):
 
     def step(self, model, state, t, T, params, dt):
         del state
-        tendency, jacobian = _linearise(lambda T: model(t, T, params), T)
-        tendency = checkpoint_name(tendency, "ebm_tendency")
+        tendency, jacobian = _named_linearisation(model, t, T, params)
         # (I - gamma dt J) k = f  <=>  (I / (gamma dt) - J) k = f / (gamma dt).
         scale = 1.0 / (_ROS2_GAMMA * dt)
         operator = jacobian.shifted(scale)
