@@ -46,6 +46,11 @@ from ._integrate import (  # noqa: E402
     integrate as integrate,
     integrate_fixed as integrate_fixed,
 )
+from ._io import (  # noqa: E402
+    load as load,
+    save as save,
+    to_dataset as to_dataset,
+)
 from ._memory import (  # noqa: E402
     CompiledMemory as CompiledMemory,
     compiled_memory as compiled_memory,

@@ -45,6 +45,26 @@ from ._constants import WATER_DENSITY, WATER_HEAT_CAPACITY
 from ._custom_types import Scalar
 
 
+UNITS = {
+    "A": "W m-2",
+    "B": "W m-2 K-1",
+    "D": "W m-2 K-1",
+    "S0": "W m-2",
+    "s2": "1",
+    "a0": "1",
+    "a2": "1",
+    "ai": "1",
+    "Tf": "degC",
+    "water_depth": "m",
+    "ice_width": "K",
+    "forcing": "W m-2",
+    "eccentricity": "1",
+    "obliquity": "degree",
+    "long_peri": "degree",
+}
+"""Each parameter's units (UDUNITS spelling, as written to netCDF)."""
+
+
 def _float_array(x) -> jax.Array:
     return jnp.asarray(x, dtype=float)
 

@@ -1,0 +1,447 @@
+"""xarray Datasets and netCDF files of ebm's results (at the edge: imported lazily).
+
+`ebm.to_dataset(result, params)` turns any result (`Equilibrium`, `Trajectory`,
+`SeasonalCycle`, `Branch`, `FitResult`, `Sensitivity`) into an `xarray.Dataset`
+following the CF conventions (1.8): a `lat` coordinate (degrees_north) with its cell
+bounds `lat_bnds`, a `time` coordinate where there is one (days since the start,
+the 365.2422-day year of the model), units and long names on every variable, and
+the parameters as attributes (`param_D = 0.555`, with `param_D_units`).
+`ebm.save(result_or_dataset, path)` writes netCDF atomically: to a temporary file
+beside `path`, flushed to disk, then renamed over it, so that a crash mid-write
+never leaves a truncated file where a good one was. `ebm.load(path)` reads it back
+bit for bit (times are not decoded: they stay the numbers that were written).
+"""
+
+import datetime
+import os
+import pathlib
+import tempfile
+
+import numpy as np
+
+from ._constants import DAYS_PER_YEAR
+from ._grid import Grid
+from ._params import UNITS, Params
+
+
+_TEMPERATURE = {"units": "degC", "standard_name": "surface_temperature"}
+
+
+def _xarray():
+    try:
+        import xarray
+    except ImportError as error:  # pragma: no cover - depends on the install
+        raise ImportError(
+            "ebm's xarray and netCDF export needs xarray and netCDF4: "
+            "pip install 'ebm-jax[io]'."
+        ) from error
+    return xarray
+
+
+def _array(x) -> np.ndarray:
+    return np.asarray(x)
+
+
+def _latitude(grid: Grid) -> dict:
+    bounds = _array(grid.lat_bounds)
+    return {
+        "lat": (
+            "lat",
+            _array(grid.lat),
+            {
+                "units": "degrees_north",
+                "standard_name": "latitude",
+                "long_name": "latitude of the cell centre",
+                "axis": "Y",
+                "bounds": "lat_bnds",
+            },
+        ),
+        "lat_bnds": (
+            ("lat", "nv"),
+            np.stack([bounds[:-1], bounds[1:]], axis=1),
+            # CF: a bounds variable takes its units from its coordinate.
+            {"long_name": "latitude of the cell bounds"},
+        ),
+    }
+
+
+def _time(years) -> dict:
+    return {
+        "time": (
+            "time",
+            _array(years) * DAYS_PER_YEAR,
+            {
+                "units": "days since 0001-01-01 00:00:00",
+                "calendar": "proleptic_gregorian",
+                "standard_name": "time",
+                "long_name": "time since the start (1 January), 365.2422-day years",
+                "axis": "T",
+            },
+        ),
+    }
+
+
+def _parameter_attributes(params: Params | None) -> dict:
+    if params is None:
+        return {}
+    attributes = {}
+    for name in Params.field_names():
+        attributes[f"param_{name}"] = float(getattr(params, name))
+        attributes[f"param_{name}_units"] = UNITS[name]
+    return attributes
+
+
+def _global_attributes(kind: str, params: Params | None) -> dict:
+    from . import __version__
+
+    now = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
+    return {
+        "Conventions": "CF-1.8",
+        "title": f"ebm {kind}",
+        "source": f"ebm {__version__} (differentiable energy-balance model, JAX)",
+        "history": f"{now}: written by ebm {__version__}",
+        "ebm_result": kind,
+        **_parameter_attributes(params),
+    }
+
+
+def _result_code(result) -> dict:
+    from ._results import RESULTS
+
+    successful = bool(_array(result == RESULTS.successful).all())
+    return {"result": "successful" if successful else str(result)}
+
+
+def _scalar(value, units: str, long_name: str):
+    return ((), _array(value), {"units": units, "long_name": long_name})
+
+
+def _equilibrium_variables(state) -> dict:
+    return {
+        "T": ("lat", _array(state.T), {**_TEMPERATURE, "long_name": "temperature"}),
+        "global_mean": _scalar(state.global_mean, "degC", "global-mean temperature"),
+        "ice_edge": _scalar(
+            state.ice_edge, "degrees_north", "northern-hemisphere ice edge"
+        ),
+        "residual": _scalar(state.residual, "W m-2", "largest energy-budget residual"),
+        "leading_eigenvalue": _scalar(
+            state.leading_eigenvalue,
+            "W m-2 K-1",
+            "largest eigenvalue of the energy budget's Jacobian",
+        ),
+        "condition_number": _scalar(
+            state.condition_number, "1", "condition number of the Jacobian"
+        ),
+        "stable": _scalar(state.stable, "1", "whether the equilibrium is stable"),
+        "num_steps": _scalar(state.num_steps, "1", "root-finder iterations"),
+    }
+
+
+def _diagnostics(T, params: Params, model) -> dict:
+    """Fluxes of a profile: absorbed solar, OLR (cells) and heat transport (bounds)."""
+    return {
+        "absorbed_solar": (
+            "lat",
+            _array(model.absorbed_solar(T, params)),
+            {"units": "W m-2", "long_name": "absorbed solar radiation"},
+        ),
+        "outgoing_longwave": (
+            "lat",
+            _array(model.outgoing_longwave(T, params)),
+            {
+                "units": "W m-2",
+                "standard_name": "toa_outgoing_longwave_flux",
+                "long_name": "outgoing longwave radiation",
+            },
+        ),
+        "heat_transport": (
+            "lat_edge",
+            _array(model.heat_transport(T, params)),
+            {"units": "PW", "long_name": "northward heat transport through the bound"},
+        ),
+        "lat_edge": (
+            "lat_edge",
+            _array(model.grid.lat_bounds),
+            {"units": "degrees_north", "long_name": "latitude of the cell bounds"},
+        ),
+    }
+
+
+def _trajectory_variables(trajectory) -> dict:
+    variables = {
+        "T": (
+            "lat",
+            _array(trajectory.T),
+            {**_TEMPERATURE, "long_name": "final temperature"},
+        ),
+        "global_mean": _scalar(
+            trajectory.global_mean, "degC", "final global-mean temperature"
+        ),
+        "ice_edge": _scalar(
+            trajectory.ice_edge, "degrees_north", "final northern-hemisphere ice edge"
+        ),
+        "num_steps": _scalar(trajectory.num_steps, "1", "time steps taken"),
+    }
+    if trajectory.Ts is not None:
+        variables.update(_time(trajectory.ts))
+        variables["T_history"] = (
+            ("time", "lat"),
+            _array(trajectory.Ts),
+            {**_TEMPERATURE, "long_name": "temperature at the saved times"},
+        )
+    return variables
+
+
+def _seasonal_variables(cycle) -> dict:
+    temperature = {**_TEMPERATURE}
+    return {
+        **_time(cycle.t),
+        "T": (("time", "lat"), _array(cycle.T), {**temperature, "long_name": "T"}),
+        "T0": ("lat", _array(cycle.T0), {**temperature, "long_name": "T on 1 January"}),
+        "annual_mean": (
+            "lat",
+            _array(cycle.annual_mean),
+            {**temperature, "long_name": "annual-mean temperature"},
+        ),
+        "amplitude": (
+            "lat",
+            _array(cycle.amplitude),
+            {"units": "K", "long_name": "half the seasonal range of temperature"},
+        ),
+        "global_mean": (
+            "time",
+            _array(cycle.global_mean),
+            {"units": "degC", "long_name": "global-mean temperature"},
+        ),
+        "ice_edge": (
+            "time",
+            _array(cycle.ice_edge),
+            {"units": "degrees_north", "long_name": "northern-hemisphere ice edge"},
+        ),
+        "annual_mean_ice_edge": _scalar(
+            cycle.annual_mean_ice_edge, "degrees_north", "ice edge, annual mean"
+        ),
+        "residual": _scalar(cycle.residual, "K", "largest change over one year"),
+        "num_steps": _scalar(cycle.num_steps, "1", "Newton steps (or years)"),
+    }
+
+
+def _branch_variables(branch) -> dict:
+    point = "point"
+    name = branch.parameter
+    variables = {
+        name: (point, _array(branch.values), {"units": UNITS[name], "long_name": name}),
+        "global_mean": (
+            point,
+            _array(branch.global_mean),
+            {"units": "degC", "long_name": "global-mean temperature"},
+        ),
+        "ice_edge": (
+            point,
+            _array(branch.ice_edge),
+            {"units": "degrees_north", "long_name": "northern-hemisphere ice edge"},
+        ),
+        "leading_eigenvalue": (
+            point,
+            _array(branch.leading_eigenvalue),
+            {"units": "W m-2 K-1", "long_name": "largest eigenvalue of the Jacobian"},
+        ),
+        "stable": (point, _array(branch.stable), {"long_name": "stable"}),
+        "slope": (
+            point,
+            _array(branch.slope),
+            {"units": "1", "long_name": f"d({name})/d(arclength)"},
+        ),
+        "arclength": (
+            point,
+            _array(branch.arclength),
+            {"units": "1", "long_name": "distance walked along the branch"},
+        ),
+        "fold_value": (
+            "fold",
+            np.array([float(f.value) for f in branch.folds]),
+            {"units": UNITS[name], "long_name": f"{name} at each fold"},
+        ),
+        "fold_ice_edge": (
+            "fold",
+            np.array([float(f.ice_edge) for f in branch.folds]),
+            {"units": "degrees_north", "long_name": "ice edge at each fold"},
+        ),
+        "fold_global_mean": (
+            "fold",
+            np.array([float(f.global_mean) for f in branch.folds]),
+            {"units": "degC", "long_name": "global-mean temperature at each fold"},
+        ),
+        "fold_side": (
+            "fold",
+            np.array([int(f.side) for f in branch.folds], dtype=np.int32),
+            {"long_name": "-1: the two branches exist below the fold, +1: above"},
+        ),
+    }
+    if branch.T is not None:
+        variables["T"] = (
+            (point, "lat"),
+            _array(branch.T),
+            {**_TEMPERATURE, "long_name": "temperature at each point"},
+        )
+    return variables
+
+
+def _fit_variables(fit) -> dict:
+    variables = {
+        "loss": (
+            "step",
+            _array(fit.loss_history),
+            {"units": "K2", "long_name": "misfit before each step and at the end"},
+        ),
+        "converged": _scalar(fit.converged, "1", "whether the fit converged"),
+        "num_steps": _scalar(fit.num_steps, "1", "optimiser steps"),
+    }
+    for name in fit.fitted:
+        variables[f"fitted_{name}"] = _scalar(
+            getattr(fit.params, name), UNITS[name], f"fitted {name}"
+        )
+    return variables
+
+
+_OUTPUT_UNITS = {"T": "degC", "global_mean": "degC", "ice_edge": "degrees_north"}
+
+
+def _sensitivity_variables(sensitivity) -> dict:
+    output = sensitivity.output
+    dims = "lat" if output == "T" else ()
+    units = _OUTPUT_UNITS[output]
+    variables = {
+        output: (dims, _array(sensitivity.value), {"units": units, "long_name": output})
+    }
+    for name in sensitivity.names:
+        variables[f"d_{output}_d_{name}"] = (
+            dims,
+            _array(sensitivity[name]),
+            {
+                "units": f"({units}) ({UNITS[name]})-1",
+                "long_name": f"derivative of {output} with respect to {name}",
+            },
+        )
+    return variables
+
+
+def to_dataset(result, params: Params | None = None, *, model=None):
+    """An `xarray.Dataset` of a result, following the CF conventions.
+
+    **Arguments:**
+
+    - `result`: an `ebm.Equilibrium`, `Trajectory`, `SeasonalCycle`, `Branch`,
+        `FitResult` or `Sensitivity`.
+    - `params`: the parameters it was computed with, stored as attributes (a
+        `FitResult` carries its own).
+    - `model`: the model, to add an equilibrium's absorbed solar, outgoing
+        longwave and heat transport (on the cell bounds, `lat_edge`); needs
+        `params`.
+
+    **Returns:**
+
+    The `xarray.Dataset`.
+
+    **Raises:**
+
+    - `TypeError`: for a result of another type.
+    """
+    from ._continuation import Branch
+    from ._equilibrium import Equilibrium
+    from ._fit import FitResult, Sensitivity
+    from ._integrate import Trajectory
+    from ._seasonal import SeasonalCycle
+
+    xarray = _xarray()
+    kinds = (
+        (Equilibrium, "equilibrium", _equilibrium_variables),
+        (Trajectory, "trajectory", _trajectory_variables),
+        (SeasonalCycle, "seasonal cycle", _seasonal_variables),
+        (Branch, "branch", _branch_variables),
+        (FitResult, "fit", _fit_variables),
+        (Sensitivity, "sensitivity", _sensitivity_variables),
+    )
+    for cls, kind, variables_of in kinds:
+        if isinstance(result, cls):
+            break
+    else:
+        raise TypeError(
+            "`result` must be an ebm Equilibrium, Trajectory, SeasonalCycle, Branch, "
+            f"FitResult or Sensitivity, got {type(result).__name__}."
+        )
+    if isinstance(result, FitResult):
+        params = result.params
+    variables = variables_of(result)
+    lat = getattr(result, "lat", None)
+    if lat is None and getattr(result, "T", None) is not None:
+        lat = np.asarray(result.T)[0]  # a branch's profiles: (point, lat)
+    if lat is not None:
+        variables.update(_latitude(Grid(int(np.asarray(lat).shape[-1]))))
+    if isinstance(result, Equilibrium) and model is not None and params is not None:
+        variables.update(_diagnostics(result.T, params, model))
+    attributes = _global_attributes(kind, params)
+    if hasattr(result, "result"):
+        attributes.update(_result_code(result.result))
+    coordinates = {"lat", "lat_bnds", "time", "lat_edge"}
+    dataset = xarray.Dataset(
+        {k: v for k, v in variables.items() if k not in coordinates},
+        coords={k: v for k, v in variables.items() if k in coordinates},
+        attrs=attributes,
+    )
+    return dataset
+
+
+def save(result, path, params: Params | None = None, *, model=None) -> pathlib.Path:
+    """Write a result (or an `xarray.Dataset`) to netCDF, atomically.
+
+    The file is written beside `path` under a temporary name, flushed to disk and
+    renamed over `path`: a crash mid-write leaves any previous file intact.
+
+    **Arguments:**
+
+    - `result`: an ebm result (see `ebm.to_dataset`) or an `xarray.Dataset`.
+    - `path`: where to write.
+    - `params`, `model`: as for `ebm.to_dataset`.
+
+    **Returns:**
+
+    The path written.
+    """
+    xarray = _xarray()
+    dataset = (
+        result
+        if isinstance(result, xarray.Dataset)
+        else to_dataset(result, params, model=model)
+    )
+    path = pathlib.Path(path)
+    # No fill values: NaN stays NaN and every float is written as it is.
+    encoding = {
+        name: {"_FillValue": None}
+        for name, variable in dataset.variables.items()
+        if np.issubdtype(variable.dtype, np.floating)
+    }
+    descriptor, temporary = tempfile.mkstemp(
+        dir=path.parent, prefix=f".{path.name}.", suffix=".tmp"
+    )
+    os.close(descriptor)
+    try:
+        dataset.to_netcdf(temporary, engine="netcdf4", encoding=encoding)
+        with open(temporary, "rb+") as handle:
+            os.fsync(handle.fileno())
+        os.replace(temporary, path)
+    except BaseException:
+        pathlib.Path(temporary).unlink(missing_ok=True)
+        raise
+    return path
+
+
+def load(path):
+    """Read a netCDF file written by `ebm.save` as an `xarray.Dataset`, bit for bit.
+
+    Times are left as written (days since the start); `xarray.decode_cf` decodes
+    them.
+    """
+    xarray = _xarray()
+    with xarray.open_dataset(path, engine="netcdf4", decode_times=False) as dataset:
+        return dataset.load()
