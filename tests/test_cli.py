@@ -120,3 +120,91 @@ def test_orbital_sensitivity_example_runs(tmp_path):
     for line in checks[1:]:
         assert float(line.rsplit("(", 1)[1].rstrip(")")) < 1e-5
     assert (tmp_path / "orbital_sensitivity.png").stat().st_size > 10_000
+
+
+SUBCOMMANDS = [
+    "equilibrium",
+    "run",
+    "fit",
+    "sensitivity",
+    "hysteresis",
+    "seasonal",
+    "memory",
+]
+
+
+@pytest.mark.parametrize("command", SUBCOMMANDS)
+def test_every_subcommand_has_help(capsys, command):
+    with pytest.raises(SystemExit) as info:
+        main([command, "--help"])
+    assert info.value.code == 0
+    out = capsys.readouterr().out
+    assert "--json" in out and "--netcdf" in out and "--D X" in out
+
+
+def _json(capsys, argv):
+    assert main([*argv, "--json"]) == 0
+    return json.loads(capsys.readouterr().out)
+
+
+def test_run_writes_plot_and_netcdf(capsys, tmp_path):
+    import ebm
+
+    plot, netcdf = tmp_path / "run.png", tmp_path / "run.nc"
+    argv = ["run", "--n-lat", "12", "--years", "1", "--saves", "5"]
+    report = _json(capsys, [*argv, "--plot", str(plot), "--netcdf", str(netcdf)])
+    assert report["method"] == "adjoint recursive"
+    assert report["d_final_global_mean_d"]["A"] < 0
+    assert plot.stat().st_size > 10_000
+    dataset = ebm.load(netcdf)
+    assert dataset["T_history"].dims == ("time", "lat")
+    assert dataset.sizes["time"] == 5
+    assert float(dataset["global_mean"]) == pytest.approx(report["global_mean_degC"])
+
+
+def test_fit_recovers_a_synthetic_truth(capsys, tmp_path):
+    argv = ["fit", "--n-lat", "12", "--truth", "D=0.4", "--no-plot"]
+    report = _json(capsys, argv)
+    assert report["fitted"]["D"] == pytest.approx(0.4, rel=1e-6)
+    assert report["converged"]
+
+
+def test_hysteresis_and_seasonal_and_memory(capsys, tmp_path):
+    import ebm
+
+    netcdf = tmp_path / "branch.nc"
+    report = _json(
+        capsys,
+        ["hysteresis", "--n-lat", "12", "--S0", "1500", "--stop", "1200"]
+        + ["--no-plot", "--netcdf", str(netcdf)],
+    )
+    assert len(report["folds"]) >= 1
+    assert ebm.load(netcdf)["fold_value"].size == len(report["folds"])
+    report = _json(
+        capsys, ["seasonal", "--n-lat", "12", "--steps-per-year", "24", "--no-plot"]
+    )
+    assert report["residual_K"] < 1e-9
+    report = _json(
+        capsys,
+        ["memory", "--n-lat", "12", "--steps", "50", "--repeats", "1", "--no-plot"],
+    )
+    assert {row["schedule"] for row in report["rows"]} >= {"none", "sqrt"}
+
+
+@pytest.mark.parametrize(
+    "argv, status, expected",
+    [
+        (["fit", "--truth", "Q=1", "--no-plot"], 2, "`--truth` takes NAME=VALUE"),
+        (["run", "--saves", "1", "--no-plot"], 2, "`--saves` must be at least 2"),
+        (
+            ["run", "--n-lat", "12", "--years", "5", "--adjoint", "backsolve"]
+            + ["--no-plot", "--no-progress"],
+            1,
+            "adjoint='backsolve' integrates the model backwards",
+        ),
+    ],
+)
+def test_failures_are_one_line(capsys, argv, status, expected):
+    assert main(argv) == status
+    err = capsys.readouterr().err
+    assert expected in err and err.count("\n") == 1

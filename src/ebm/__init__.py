@@ -95,9 +95,11 @@ from ._plot import (  # noqa: E402
     plot_branch as plot_branch,
     plot_equilibrium as plot_equilibrium,
     plot_fit as plot_fit,
+    plot_heat_transport as plot_heat_transport,
     plot_memory_scaling as plot_memory_scaling,
     plot_seasonal_cycle as plot_seasonal_cycle,
     plot_sensitivity as plot_sensitivity,
+    plot_trajectory as plot_trajectory,
 )
 from ._pseudo_transient import (  # noqa: E402
     PseudoTransientContinuation as PseudoTransientContinuation,

@@ -1,9 +1,23 @@
-"""The `ebm` command.
+"""The `ebm` command: one subcommand per main job.
 
-`ebm equilibrium` finds the equilibrium from a start, prints its global mean, ice edge
-and the gradient of the global mean with respect to every parameter (implicit
-differentiation), and plots the profile. Bad arguments give one line on stderr and
-exit status 2.
+- `ebm equilibrium`: the equilibrium from a start, its global mean, ice edge and the
+    gradient of the global mean with respect to every parameter; plots T(lat).
+- `ebm run`: a time integration under a chosen adjoint (or fixed steps with a
+    checkpoint schedule), with the gradient of the final global mean; plots the
+    latitude-time (Hovmoller) diagram.
+- `ebm fit`: fits parameters to a target profile (a netCDF file with `T`, or the
+    equilibrium at `--truth` values); plots the fit.
+- `ebm sensitivity`: the forward-mode Jacobian of an output; plots the profiles.
+- `ebm hysteresis`: the branch of equilibria in a parameter, with its folds.
+- `ebm seasonal`: the seasonal cycle (periodic steady state); Hovmoller plot.
+- `ebm memory`: memory and time of reverse mode under each checkpoint schedule.
+
+Every subcommand takes `--json` (print JSON instead of text), `--plot FILE` /
+`--no-plot`, `--netcdf FILE` (the result as CF netCDF, see `ebm.save`) and the model's
+`--n-lat` and parameters (`--D 0.3 ...`). Bad arguments or parameters print one line
+on stderr and exit with status 2; a solve that fails prints one line and exits with
+status 1. Progress is shown on stderr for the long jobs (`run`, `fit`) unless
+`--json` or `--no-progress`.
 """
 
 import argparse
@@ -12,13 +26,38 @@ import json
 import sys
 
 
-def _parser() -> argparse.ArgumentParser:
+def _add_common(parser: argparse.ArgumentParser, plot: str | None) -> None:
     from ._params import Params
 
+    parser.add_argument("--n-lat", type=int, default=60, help="latitude cells (60)")
+    parser.add_argument("--json", action="store_true", help="print JSON, not text")
+    if plot is not None:
+        parser.add_argument(
+            "--plot", default=plot, metavar="FILE", help=f"plot file ({plot})"
+        )
+        parser.add_argument("--no-plot", action="store_true", help="do not plot")
+    parser.add_argument(
+        "--netcdf", metavar="FILE", default=None, help="write the result as netCDF"
+    )
+    group = parser.add_argument_group("parameters (default: climlab's)")
+    defaults = Params()
+    for field in dataclasses.fields(Params):
+        group.add_argument(
+            f"--{field.name}",
+            type=float,
+            default=None,
+            metavar="X",
+            help=f"default {float(getattr(defaults, field.name))}",
+        )
+
+
+def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="ebm", description="Differentiable energy-balance climate model."
     )
     commands = parser.add_subparsers(dest="command", required=True)
+    starts = ["present", "warm", "cold"]
+
     eq = commands.add_parser(
         "equilibrium",
         help="equilibrium, its gradient, and a plot",
@@ -28,38 +67,124 @@ def _parser() -> argparse.ArgumentParser:
             "implicit differentiation; plot T(lat)."
         ),
     )
-    eq.add_argument("--n-lat", type=int, default=60, help="latitude cells (default 60)")
+    eq.add_argument("--start", default="present", choices=starts)
     eq.add_argument(
-        "--start",
-        default="present",
-        choices=["present", "warm", "cold"],
-        help="branch to start from (default present)",
-    )
-    eq.add_argument(
-        "--plot",
-        default="equilibrium.png",
+        "--transport-plot",
         metavar="FILE",
-        help="where to write the plot (default equilibrium.png)",
+        default=None,
+        help="also plot the northward heat transport",
     )
-    eq.add_argument("--no-plot", action="store_true", help="do not plot")
-    eq.add_argument("--json", action="store_true", help="print JSON instead of text")
-    defaults = Params()
-    for field in dataclasses.fields(Params):
-        eq.add_argument(
-            f"--{field.name}",
-            type=float,
-            default=None,
-            metavar="X",
-            help=f"default {float(getattr(defaults, field.name))}",
-        )
+    _add_common(eq, "equilibrium.png")
+
+    run = commands.add_parser(
+        "run",
+        help="time integration and its gradient",
+        description=(
+            "Integrate for --years from --start and differentiate the final global "
+            "mean with respect to every parameter, under --adjoint (adaptive "
+            "diffrax) or, with --dt, fixed steps under --checkpoint."
+        ),
+    )
+    run.add_argument("--years", type=float, default=10.0, help="length (10)")
+    run.add_argument("--start", default="present", choices=starts)
+    run.add_argument(
+        "--adjoint",
+        default="recursive",
+        choices=["recursive", "direct", "forward", "backsolve"],
+    )
+    run.add_argument("--dt", type=float, default=None, help="fixed step, years")
+    run.add_argument(
+        "--stepper",
+        default="imex",
+        choices=["imex", "explicit", "implicit", "rosenbrock"],
+        help="fixed-step stepper (imex)",
+    )
+    run.add_argument(
+        "--checkpoint",
+        default="sqrt",
+        choices=["none", "step", "sqrt", "recursive"],
+        help="reverse-mode schedule of fixed steps (sqrt)",
+    )
+    run.add_argument("--saves", type=int, default=50, help="saved times (50)")
+    run.add_argument("--no-progress", action="store_true")
+    _add_common(run, "run.png")
+
+    fit = commands.add_parser(
+        "fit",
+        help="fit parameters to a profile",
+        description=(
+            "Fit --fit parameters to the profile T in --target (a netCDF file, e.g. "
+            "from `ebm equilibrium --netcdf`) or to the equilibrium at --truth "
+            "NAME=VALUE, starting from the given parameters, with L-BFGS."
+        ),
+    )
+    fit.add_argument("--fit", nargs="+", default=["D"], metavar="NAME")
+    source = fit.add_mutually_exclusive_group(required=True)
+    source.add_argument("--target", metavar="FILE")
+    source.add_argument("--truth", nargs="+", metavar="NAME=VALUE")
+    fit.add_argument("--steps", type=int, default=100, help="most steps (100)")
+    fit.add_argument("--no-progress", action="store_true")
+    _add_common(fit, "fit.png")
+
+    sensitivity = commands.add_parser(
+        "sensitivity",
+        help="forward-mode Jacobian of an output",
+        description=(
+            "d output / d parameter for every (or --names) parameter, through the "
+            "equilibrium's implicit solve."
+        ),
+    )
+    sensitivity.add_argument(
+        "--output", default="T", choices=["T", "global_mean", "ice_edge"]
+    )
+    sensitivity.add_argument("--names", nargs="+", default=None, metavar="NAME")
+    sensitivity.add_argument("--start", default="present", choices=starts)
+    _add_common(sensitivity, "sensitivity.png")
+
+    hysteresis = commands.add_parser(
+        "hysteresis",
+        help="branch of equilibria and its folds",
+        description=(
+            "Continue the equilibria in --parameter from its value (--S0 etc.) to "
+            "--stop, by pseudo-arclength continuation; print the folds."
+        ),
+    )
+    hysteresis.add_argument("--parameter", default="S0")
+    hysteresis.add_argument("--stop", type=float, default=1000.0)
+    hysteresis.add_argument("--start", default="warm", choices=starts)
+    _add_common(hysteresis, "hysteresis.png")
+
+    seasonal = commands.add_parser(
+        "seasonal",
+        help="the seasonal cycle (periodic steady state)",
+        description=(
+            "The periodic steady state of the model with daily insolation, by "
+            "Newton-Krylov shooting; print its diagnostics and plot it."
+        ),
+    )
+    seasonal.add_argument("--steps-per-year", type=int, default=365)
+    _add_common(seasonal, "seasonal_cycle.png")
+
+    memory = commands.add_parser(
+        "memory",
+        help="memory of reverse mode under each checkpoint schedule",
+        description=(
+            "Compile and time the gradient of a fixed-step run under each schedule; "
+            "print XLA's temporary memory and the time against the number of steps."
+        ),
+    )
+    memory.add_argument(
+        "--steps", type=int, nargs="+", default=[1000, 4000], metavar="N"
+    )
+    memory.add_argument(
+        "--schedules", nargs="+", default=["none", "step", "sqrt"], metavar="NAME"
+    )
+    memory.add_argument("--repeats", type=int, default=3)
+    _add_common(memory, "memory.png")
     return parser
 
 
-def _equilibrium(arguments) -> dict:
-    import jax
-
-    from ._equilibrium import equilibrium
-    from ._grid import Grid
+def _params(arguments):
     from ._params import Params
 
     overrides = {
@@ -67,34 +192,72 @@ def _equilibrium(arguments) -> dict:
         for field in dataclasses.fields(Params)
         if getattr(arguments, field.name) is not None
     }
-    params = Params(**overrides)
+    return Params(**overrides)
+
+
+def _floats(tree) -> dict:
+    from ._params import Params
+
+    return {name: float(getattr(tree, name)) for name in Params.field_names()}
+
+
+def _plot_path(arguments):
+    return None if arguments.no_plot else arguments.plot
+
+
+def _finish(report, result, params, arguments, plot, model=None) -> dict:
+    path = _plot_path(arguments)
+    if path is not None and plot is not None:
+        plot(path)
+        report["plot"] = path
+    if arguments.netcdf is not None:
+        from ._io import save
+
+        save(result, arguments.netcdf, params, model=model)
+        report["netcdf"] = arguments.netcdf
+    return report
+
+
+def _equilibrium(arguments) -> dict:
+    import jax
+
+    from ._equilibrium import equilibrium
+    from ._grid import Grid
+    from ._model import EnergyBalanceModel
+
+    params = _params(arguments)
     grid = Grid(arguments.n_lat)
+    model = EnergyBalanceModel(grid=grid)
 
     def global_mean(params):
-        return equilibrium(params, grid=grid, start=arguments.start).global_mean
+        return equilibrium(params, model=model, start=arguments.start).global_mean
 
-    state = equilibrium(params, grid=grid, start=arguments.start)
+    state = equilibrium(params, model=model, start=arguments.start)
     gradient = jax.grad(global_mean)(params)
     report = {
         "n_lat": grid.n_lat,
         "start": arguments.start,
-        "params": {name: float(getattr(params, name)) for name in Params.field_names()},
+        "params": _floats(params),
         "global_mean_degC": float(state.global_mean),
         "ice_edge_degN": float(state.ice_edge),
         "stable": bool(state.stable),
         "leading_eigenvalue_W_m2_K": float(state.leading_eigenvalue),
         "residual_W_m2": float(state.residual),
         "iterations": int(state.num_steps),
-        "d_global_mean_d": {
-            name: float(getattr(gradient, name)) for name in Params.field_names()
-        },
+        "d_global_mean_d": _floats(gradient),
     }
-    if not arguments.no_plot:
+    if arguments.transport_plot is not None:
+        from ._plot import plot_heat_transport
+
+        plot_heat_transport(state, params, model, arguments.transport_plot)
+        report["transport_plot"] = arguments.transport_plot
+
+    def plot(path):
         from ._plot import plot_equilibrium
 
-        plot_equilibrium(state, params, arguments.plot)
-        report["plot"] = arguments.plot
-    return report
+        plot_equilibrium(state, params, path)
+
+    return _finish(report, state, params, arguments, plot, model)
 
 
 def _print_equilibrium(report: dict) -> None:
@@ -110,23 +273,385 @@ def _print_equilibrium(report: dict) -> None:
     for name, value in report["d_global_mean_d"].items():
         marker = "  <- diffusivity" if name == "D" else ""
         print(f"    d/d{name:<12s} {value: .8e}{marker}")
-    if "plot" in report:
-        print(f"  plot written to {report['plot']}")
+
+
+def _run(arguments) -> dict:
+    import diffrax
+    import jax
+    import jax.numpy as jnp
+
+    from ._grid import Grid
+    from ._integrate import integrate, integrate_fixed
+
+    params = _params(arguments)
+    grid = Grid(arguments.n_lat)
+    progress = not (arguments.json or arguments.no_progress)
+    if arguments.saves < 2:
+        raise ValueError(f"`--saves` must be at least 2, got {arguments.saves}.")
+    if arguments.dt is None:
+        saveat = diffrax.SaveAt(ts=jnp.linspace(0.0, arguments.years, arguments.saves))
+
+        def run(params, **kwargs):
+            return integrate(
+                params,
+                years=arguments.years,
+                grid=grid,
+                T0=arguments.start,
+                adjoint=arguments.adjoint,
+                **kwargs,
+            )
+
+        trajectory = run(params, saveat=saveat, progress=progress)
+        differentiate = jax.jacfwd if arguments.adjoint == "forward" else jax.grad
+        how = f"adjoint {arguments.adjoint}"
+    else:
+        steps = round(arguments.years / arguments.dt)
+
+        def run(params):
+            return integrate_fixed(
+                params,
+                dt=arguments.dt,
+                steps=max(steps, 1),
+                grid=grid,
+                T0=arguments.start,
+                stepper=arguments.stepper,
+                checkpoint=arguments.checkpoint,
+            )
+
+        trajectory = run(params)
+        differentiate = jax.grad
+        how = (
+            f"{steps} fixed {arguments.stepper} steps, checkpoint "
+            f"{arguments.checkpoint}"
+        )
+    gradient = differentiate(lambda p: run(p).global_mean)(params)
+    report = {
+        "n_lat": grid.n_lat,
+        "years": arguments.years,
+        "method": how,
+        "params": _floats(params),
+        "global_mean_degC": float(trajectory.global_mean),
+        "ice_edge_degN": float(trajectory.ice_edge),
+        "num_steps": int(trajectory.num_steps),
+        "d_final_global_mean_d": _floats(gradient),
+    }
+
+    def plot(path):
+        from ._plot import plot_trajectory
+
+        plot_trajectory(trajectory, params, path)
+
+    return _finish(
+        report,
+        trajectory,
+        params,
+        arguments,
+        plot if trajectory.Ts is not None else None,
+    )
+
+
+def _fit(arguments) -> dict:
+    import optax
+
+    from ._equilibrium import equilibrium
+    from ._fit import fit
+    from ._grid import Grid
+    from ._params import Params
+
+    params = _params(arguments)
+    grid = Grid(arguments.n_lat)
+    if arguments.target is not None:
+        from ._io import load
+
+        dataset = load(arguments.target)
+        if "T" not in dataset or dataset["T"].dims != ("lat",):
+            raise ValueError(
+                f"`--target` {arguments.target} must hold a profile T(lat), as "
+                "written by `ebm equilibrium --netcdf`."
+            )
+        target = dataset["T"].values
+    else:
+        truth = {}
+        for item in arguments.truth:
+            name, _, value = item.partition("=")
+            if name not in Params.field_names() or not value:
+                raise ValueError(
+                    f"`--truth` takes NAME=VALUE with NAME a parameter, got {item!r}."
+                )
+            truth[name] = float(value)
+        target = equilibrium(Params(**{**_floats(params), **truth}), grid=grid).T
+    result = fit(
+        params,
+        target,
+        fit=tuple(arguments.fit),
+        grid=grid,
+        optimizer=optax.lbfgs(),
+        steps=arguments.steps,
+        progress=not (arguments.json or arguments.no_progress),
+    )
+    report = {
+        "n_lat": grid.n_lat,
+        "fitted": {name: float(getattr(result.params, name)) for name in result.fitted},
+        "initial": {name: float(getattr(params, name)) for name in result.fitted},
+        "loss_K2": float(result.loss_history[-1]),
+        "converged": bool(result.converged),
+        "num_steps": int(result.num_steps),
+    }
+
+    def plot(path):
+        from ._plot import plot_fit
+
+        initial = equilibrium(params, grid=grid)
+        fitted = equilibrium(result.params, grid=grid)
+        plot_fit(result, target, initial, fitted, path)
+
+    return _finish(report, result, result.params, arguments, plot)
+
+
+def _sensitivity(arguments) -> dict:
+    from ._fit import sensitivity
+    from ._grid import Grid
+
+    params = _params(arguments)
+    grid = Grid(arguments.n_lat)
+    result = sensitivity(
+        params,
+        arguments.output,
+        names=arguments.names,
+        grid=grid,
+        start=arguments.start,
+    )
+    report = {
+        "n_lat": grid.n_lat,
+        "output": arguments.output,
+        "params": _floats(params),
+        "jacobian": {
+            name: (
+                [float(x) for x in result[name]]
+                if arguments.output == "T"
+                else float(result[name])
+            )
+            for name in result.names
+        },
+    }
+
+    def plot(path):
+        from ._plot import plot_sensitivity
+
+        plot_sensitivity(result, params, path)
+
+    return _finish(
+        report, result, params, arguments, plot if arguments.output == "T" else None
+    )
+
+
+def _hysteresis(arguments) -> dict:
+    from ._continuation import continuation
+    from ._grid import Grid
+
+    params = _params(arguments)
+    grid = Grid(arguments.n_lat)
+    branch = continuation(
+        params,
+        arguments.parameter,
+        stop=arguments.stop,
+        start=arguments.start,
+        grid=grid,
+    )
+    report = {
+        "n_lat": grid.n_lat,
+        "parameter": arguments.parameter,
+        "from": float(getattr(params, arguments.parameter)),
+        "stop": arguments.stop,
+        "points": branch.num_points,
+        "folds": [
+            {
+                "value": float(fold.value),
+                "ice_edge_degN": float(fold.ice_edge),
+                "global_mean_degC": float(fold.global_mean),
+                "branches_exist": "above" if int(fold.side) > 0 else "below",
+            }
+            for fold in branch.folds
+        ],
+    }
+
+    def plot(path):
+        from ._plot import plot_branch
+
+        plot_branch(branch, path)
+
+    return _finish(report, branch, params, arguments, plot)
+
+
+def _seasonal(arguments) -> dict:
+    from ._grid import Grid
+    from ._seasonal import periodic_equilibrium
+
+    params = _params(arguments)
+    grid = Grid(arguments.n_lat)
+    cycle = periodic_equilibrium(
+        params, grid=grid, steps_per_year=arguments.steps_per_year
+    )
+    report = {
+        "n_lat": grid.n_lat,
+        "steps_per_year": arguments.steps_per_year,
+        "params": _floats(params),
+        "newton_steps": int(cycle.num_steps),
+        "residual_K": float(cycle.residual),
+        "annual_global_mean_degC": float(cycle.annual_global_mean),
+        "annual_mean_ice_edge_degN": float(cycle.annual_mean_ice_edge),
+        "ice_edge_range_degN": [
+            float(cycle.ice_edge.min()),
+            float(cycle.ice_edge.max()),
+        ],
+        "amplitude_K_north_pole": float(cycle.amplitude[-1]),
+    }
+
+    def plot(path):
+        from ._plot import plot_seasonal_cycle
+
+        plot_seasonal_cycle(cycle, params, path)
+
+    return _finish(report, cycle, params, arguments, plot)
+
+
+def _memory(arguments) -> dict:
+    from ._grid import Grid
+    from ._memory import memory_table
+    from ._model import EnergyBalanceModel
+
+    params = _params(arguments)
+    schedules = [
+        (name.split(":")[0], int(name.split(":")[1])) if ":" in name else name
+        for name in arguments.schedules
+    ]
+    rows = memory_table(
+        arguments.steps,
+        schedules,
+        params=params,
+        model=EnergyBalanceModel(grid=Grid(arguments.n_lat)),
+        repeats=arguments.repeats,
+        progress=(lambda *a: None) if arguments.json else print,
+    )
+    report = {"n_lat": arguments.n_lat, "rows": rows}
+    if arguments.netcdf is not None:
+        _memory_netcdf(rows, params, arguments.netcdf)
+        report["netcdf"] = arguments.netcdf
+    path = _plot_path(arguments)
+    if path is not None:
+        from ._plot import plot_memory_scaling
+
+        plot_memory_scaling(rows, path)
+        report["plot"] = path
+    return report
+
+
+def _memory_netcdf(rows, params, path) -> None:
+    import numpy as np
+    import xarray
+
+    from ._io import _global_attributes, save
+
+    schedules = list(dict.fromkeys(row["schedule"] for row in rows))
+    steps = sorted({row["steps"] for row in rows})
+    shape = (len(schedules), len(steps))
+    variables = {}
+    for key, units, long_name in (
+        ("temporary_bytes", "byte", "XLA temporary memory of the gradient"),
+        ("seconds", "s", "median time of the gradient"),
+    ):
+        values = np.full(shape, np.nan)
+        for row in rows:
+            value = row.get(key)
+            if value is not None:
+                index = (schedules.index(row["schedule"]), steps.index(row["steps"]))
+                values[index] = float(value)
+        variables[key] = (
+            ("schedule", "steps"),
+            values,
+            {"units": units, "long_name": long_name},
+        )
+    dataset = xarray.Dataset(
+        variables,
+        coords={"schedule": schedules, "steps": ("steps", np.asarray(steps))},
+        attrs=_global_attributes("memory table", params),
+    )
+    save(dataset, path)
+
+
+def _print_report(report: dict, command: str) -> None:
+    if command == "equilibrium":
+        _print_equilibrium(report)
+    else:
+        for key, value in report.items():
+            if key in ("rows", "plot", "transport_plot", "netcdf"):
+                continue
+            if isinstance(value, dict) and any(
+                isinstance(item, list) for item in value.values()
+            ):
+                print(f"{key} (largest magnitude over latitude):")
+                for name, item in value.items():
+                    print(f"  {name:<14s} {max(item, key=abs): .6g}")
+            elif isinstance(value, list) and value and isinstance(value[0], dict):
+                print(f"{key}:")
+                for item in value:
+                    print(
+                        "  "
+                        + ", ".join(
+                            f"{k} {v:.6g}" if isinstance(v, float) else f"{k} {v}"
+                            for k, v in item.items()
+                        )
+                    )
+            elif isinstance(value, dict) and len(value) > 4:
+                print(f"{key}:")
+                for name, item in value.items():
+                    print(f"  {name:<14s} {item}")
+            else:
+                print(f"{key}: {value}")
+    for key in ("plot", "transport_plot", "netcdf"):
+        if key in report:
+            print(f"  wrote {report[key]}")
+
+
+COMMANDS = {
+    "equilibrium": _equilibrium,
+    "run": _run,
+    "fit": _fit,
+    "sensitivity": _sensitivity,
+    "hysteresis": _hysteresis,
+    "seasonal": _seasonal,
+    "memory": _memory,
+}
+
+
+def _one_line(error: BaseException) -> str:
+    """The message itself: equinox wraps a runtime error's in stack and advice."""
+    lines = [line.strip() for line in str(error).splitlines() if line.strip()]
+    marker = "EquinoxRuntimeError: "
+    for line in lines:
+        if marker in line:
+            return line.split(marker, 1)[1]
+    return lines[0] if lines else type(error).__name__
 
 
 def main(argv=None) -> int:
     """Entry point of the `ebm` command; returns the exit status."""
+    import equinox as eqx
+
     parser = _parser()
     arguments = parser.parse_args(argv)
     try:
-        report = _equilibrium(arguments)
-    except ValueError as error:
-        print(f"ebm: error: {error}", file=sys.stderr)
+        report = COMMANDS[arguments.command](arguments)
+    except (ValueError, TypeError, FileNotFoundError, KeyError) as error:
+        print(f"ebm: error: {_one_line(error)}", file=sys.stderr)
         return 2
+    except (eqx.EquinoxRuntimeError, RuntimeError) as error:
+        print(f"ebm: the solve failed: {_one_line(error)}", file=sys.stderr)
+        return 1
     if arguments.json:
         print(json.dumps(report, indent=2))
     else:
-        _print_equilibrium(report)
+        _print_report(report, arguments.command)
     return 0
 
 

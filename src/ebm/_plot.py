@@ -324,3 +324,75 @@ def plot_seasonal_cycle(cycle, params=None, path=None, *, title=None):
     if path is not None:
         fig.savefig(path, dpi=120)
     return fig
+
+
+def plot_heat_transport(equilibrium, params, model, path=None):
+    """Northward heat transport (PW) of an equilibrium against latitude.
+
+    **Arguments:**
+
+    - `equilibrium`: an `ebm.Equilibrium` (or anything with `.T`).
+    - `params`, `model`: what it was computed with.
+    - `path`: if given, save the figure there.
+
+    **Returns:**
+
+    The matplotlib figure.
+    """
+    plt = _pyplot()
+    fig, ax = plt.subplots(figsize=(6, 4), layout="constrained")
+    transport = np.asarray(model.heat_transport(equilibrium.T, params))
+    ax.plot(np.asarray(model.grid.lat_bounds), transport)
+    ax.axhline(0.0, color="0.6", lw=0.8)
+    ax.set_xlabel("latitude (°N)")
+    ax.set_ylabel("northward heat transport (PW)")
+    ax.set_xlim(-90, 90)
+    ax.set_xticks(np.arange(-90, 91, 30))
+    ax.set_title(f"peak {np.max(np.abs(transport)):.2f} PW")
+    if path is not None:
+        fig.savefig(path, dpi=120)
+    return fig
+
+
+def plot_trajectory(trajectory, params=None, path=None):
+    """A latitude-time (Hovmoller) plot of a run saved at several times.
+
+    **Arguments:**
+
+    - `trajectory`: an `ebm.Trajectory` with saved times (`ts`, `Ts`).
+    - `params`: for the `Tf` contour (default `ebm.Params()`).
+    - `path`: if given, save the figure there.
+
+    **Returns:**
+
+    The matplotlib figure.
+
+    **Raises:**
+
+    - `ValueError`: if the run saved no times.
+    """
+    from ._params import Params
+
+    if trajectory.Ts is None:
+        raise ValueError(
+            "`trajectory` has no saved times: integrate with `saveat=diffrax.SaveAt("
+            "ts=...)` to plot it."
+        )
+    freezing = float((Params() if params is None else params).Tf)
+    plt = _pyplot()
+    fig, ax = plt.subplots(figsize=(8, 4.5), layout="constrained")
+    years, lat = np.asarray(trajectory.ts), np.asarray(trajectory.lat)
+    T = np.asarray(trajectory.Ts)
+    limit = float(np.max(np.abs(T)))
+    mesh = ax.pcolormesh(
+        years, lat, T.T, cmap="RdBu_r", vmin=-limit, vmax=limit, shading="nearest"
+    )
+    if T.min() < freezing < T.max():
+        ax.contour(years, lat, T.T, levels=[freezing], colors="k", linewidths=0.8)
+    fig.colorbar(mesh, ax=ax, label=f"temperature (°C); contour Tf = {freezing:g}")
+    ax.set_xlabel("time (years)")
+    ax.set_ylabel("latitude (°N)")
+    ax.set_yticks(np.arange(-90, 91, 30))
+    if path is not None:
+        fig.savefig(path, dpi=120)
+    return fig
