@@ -208,3 +208,9 @@ def test_failures_are_one_line(capsys, argv, status, expected):
     assert main(argv) == status
     err = capsys.readouterr().err
     assert expected in err and err.count("\n") == 1
+
+
+def test_choose_adjoint_example_runs(tmp_path):
+    result = _run_example("choose_adjoint.py", "--fast", cwd=tmp_path)
+    assert "backsolve  reverse  refused" in result.stdout
+    assert (tmp_path / "choose_adjoint.png").stat().st_size > 10_000
