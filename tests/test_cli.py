@@ -12,9 +12,11 @@ ROOT = pathlib.Path(__file__).parents[1]
 
 
 def test_equilibrium_json(capsys, tmp_path):
-    plot = tmp_path / "profile.png"
-    assert main(["equilibrium", "--D", "0.4", "--json", "--plot", str(plot)]) == 0
+    plot, transport = tmp_path / "profile.png", tmp_path / "transport.png"
+    argv = ["equilibrium", "--D", "0.4", "--json", "--plot", str(plot)]
+    assert main([*argv, "--transport-plot", str(transport)]) == 0
     report = json.loads(capsys.readouterr().out)
+    assert transport.stat().st_size > 10_000
     assert report["params"]["D"] == 0.4
     assert report["stable"] and report["residual_W_m2"] < 1e-9
     assert 0 < report["ice_edge_degN"] < 90
