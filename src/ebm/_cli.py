@@ -195,6 +195,13 @@ def _params(arguments):
     return Params(**overrides)
 
 
+def _setup(arguments):
+    """The parameters and grid every subcommand starts from."""
+    from ._grid import Grid
+
+    return _params(arguments), Grid(arguments.n_lat)
+
+
 def _floats(tree) -> dict:
     from ._params import Params
 
@@ -222,11 +229,9 @@ def _equilibrium(arguments) -> dict:
     import jax
 
     from ._equilibrium import equilibrium
-    from ._grid import Grid
     from ._model import EnergyBalanceModel
 
-    params = _params(arguments)
-    grid = Grid(arguments.n_lat)
+    params, grid = _setup(arguments)
     model = EnergyBalanceModel(grid=grid)
 
     def global_mean(params):
@@ -280,11 +285,9 @@ def _run(arguments) -> dict:
     import jax
     import jax.numpy as jnp
 
-    from ._grid import Grid
     from ._integrate import integrate, integrate_fixed
 
-    params = _params(arguments)
-    grid = Grid(arguments.n_lat)
+    params, grid = _setup(arguments)
     progress = not (arguments.json or arguments.no_progress)
     if arguments.saves < 2:
         raise ValueError(f"`--saves` must be at least 2, got {arguments.saves}.")
@@ -355,11 +358,9 @@ def _fit(arguments) -> dict:
 
     from ._equilibrium import equilibrium
     from ._fit import fit
-    from ._grid import Grid
     from ._params import Params
 
-    params = _params(arguments)
-    grid = Grid(arguments.n_lat)
+    params, grid = _setup(arguments)
     if arguments.target is not None:
         from ._io import load
 
@@ -410,10 +411,8 @@ def _fit(arguments) -> dict:
 
 def _sensitivity(arguments) -> dict:
     from ._fit import sensitivity
-    from ._grid import Grid
 
-    params = _params(arguments)
-    grid = Grid(arguments.n_lat)
+    params, grid = _setup(arguments)
     result = sensitivity(
         params,
         arguments.output,
@@ -447,10 +446,8 @@ def _sensitivity(arguments) -> dict:
 
 def _hysteresis(arguments) -> dict:
     from ._continuation import continuation
-    from ._grid import Grid
 
-    params = _params(arguments)
-    grid = Grid(arguments.n_lat)
+    params, grid = _setup(arguments)
     branch = continuation(
         params,
         arguments.parameter,
@@ -484,11 +481,9 @@ def _hysteresis(arguments) -> dict:
 
 
 def _seasonal(arguments) -> dict:
-    from ._grid import Grid
     from ._seasonal import periodic_equilibrium
 
-    params = _params(arguments)
-    grid = Grid(arguments.n_lat)
+    params, grid = _setup(arguments)
     cycle = periodic_equilibrium(
         params, grid=grid, steps_per_year=arguments.steps_per_year
     )
