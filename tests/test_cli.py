@@ -47,7 +47,8 @@ def test_bad_choice_is_a_usage_error(capsys):
     with pytest.raises(SystemExit) as info:
         main(["equilibrium", "--start", "tropical"])
     assert info.value.code == 2
-    assert "invalid choice" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert "invalid choice" in err and err.count("\n") == 1
 
 
 def _run_example(name, *args, cwd):
@@ -182,15 +183,34 @@ def test_hysteresis_and_seasonal_and_memory(capsys, tmp_path):
     )
     assert len(report["folds"]) >= 1
     assert ebm.load(netcdf)["fold_value"].size == len(report["folds"])
-    report = _json(
-        capsys, ["seasonal", "--n-lat", "12", "--steps-per-year", "24", "--no-plot"]
-    )
+    netcdf = tmp_path / "cycle.nc"
+    argv = ["seasonal", "--n-lat", "12", "--steps-per-year", "24", "--no-plot"]
+    report = _json(capsys, [*argv, "--netcdf", str(netcdf)])
     assert report["residual_K"] < 1e-9
-    report = _json(
-        capsys,
-        ["memory", "--n-lat", "12", "--steps", "50", "--repeats", "1", "--no-plot"],
-    )
+    assert ebm.load(netcdf)["T"].dims == ("time", "lat")
+    netcdf = tmp_path / "memory.nc"
+    argv = ["memory", "--n-lat", "12", "--steps", "50", "--repeats", "1"]
+    report = _json(capsys, [*argv, "--no-plot", "--netcdf", str(netcdf)])
     assert {row["schedule"] for row in report["rows"]} >= {"none", "sqrt"}
+    table = ebm.load(netcdf)
+    # The forward pass first, then each schedule's gradient.
+    assert list(table["schedule_name"].values) == ["forward", "none", "step", "sqrt"]
+    assert (table["temporary_megabytes"].values > 0).all()
+
+
+def test_fit_to_a_netcdf_target_and_scalar_sensitivity(capsys, tmp_path):
+    truth = tmp_path / "truth.nc"
+    argv = ["equilibrium", "--n-lat", "12", "--no-plot", "--netcdf", str(truth)]
+    assert main(argv) == 0
+    capsys.readouterr()
+    # The grid comes from the target file (12 cells), not the default 60.
+    report = _json(capsys, ["fit", "--target", str(truth), "--D", "0.4", "--no-plot"])
+    assert report["n_lat"] == 12
+    assert report["fitted"]["D"] == pytest.approx(0.555, rel=1e-6)
+    argv = ["sensitivity", "--n-lat", "12", "--output", "global_mean", "--names", "D"]
+    report = _json(capsys, [*argv, "--plot", str(tmp_path / "s.png")])
+    assert report["jacobian"]["D"] > 0
+    assert "only --output T" in report["no_plot"]
 
 
 @pytest.mark.parametrize(
@@ -198,6 +218,12 @@ def test_hysteresis_and_seasonal_and_memory(capsys, tmp_path):
     [
         (["fit", "--truth", "Q=1", "--no-plot"], 2, "`--truth` takes NAME=VALUE"),
         (["run", "--saves", "1", "--no-plot"], 2, "`--saves` must be at least 2"),
+        (["run", "--dt", "0", "--no-plot"], 2, "`--dt` must be > 0"),
+        (["run", "--years", "1", "--dt", "0.3", "--no-plot"], 2, "whole number"),
+        (["memory", "--schedules", "binomial:x"], 2, "`--schedules` takes NAME"),
+        (["memory", "--schedules", "zigzag", "--no-plot"], 2, "`checkpoint`"),
+        (["equilibrium", "--netcdf", "/no/such/folder/x.nc"], 2, "folder"),
+        (["hysteresis", "--parameter", "D", "--no-plot"], 2, "`--stop` is needed"),
         (
             ["run", "--n-lat", "12", "--years", "5", "--adjoint", "backsolve"]
             + ["--no-plot", "--no-progress"],

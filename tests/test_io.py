@@ -127,6 +127,23 @@ def test_save_is_atomic(results, tmp_path, monkeypatch):
     assert os.listdir(tmp_path) == ["state.nc"]
 
 
+def test_saved_files_get_the_usual_mode(results, tmp_path):
+    state, _ = results["equilibrium"]
+    umask = os.umask(0o022)
+    try:
+        fresh = ebm.save(state, tmp_path / "fresh.nc", PARAMS)
+        assert fresh.stat().st_mode & 0o777 == 0o644
+        shared = tmp_path / "shared.nc"
+        shared.write_bytes(b"")
+        shared.chmod(0o664)
+        ebm.save(state, shared, PARAMS)
+        assert shared.stat().st_mode & 0o777 == 0o664
+    finally:
+        os.umask(umask)
+    with pytest.raises(IsADirectoryError):
+        ebm.save(state, tmp_path, PARAMS)
+
+
 def test_to_dataset_rejects_other_objects():
     with pytest.raises(TypeError, match="`result`"):
         ebm.to_dataset(PARAMS)

@@ -16,8 +16,8 @@ Every subcommand takes `--json` (print JSON instead of text), `--plot FILE` /
 `--no-plot`, `--netcdf FILE` (the result as CF netCDF, see `ebm.save`) and the model's
 `--n-lat` and parameters (`--D 0.3 ...`). Bad arguments or parameters print one line
 on stderr and exit with status 2; a solve that fails prints one line and exits with
-status 1. Progress is shown on stderr for the long jobs (`run`, `fit`) unless
-`--json` or `--no-progress`.
+status 1. The long jobs show progress (`run`: diffrax's meter on stdout; `fit`: a
+line on stderr) unless `--json` or `--no-progress`.
 """
 
 import argparse
@@ -39,11 +39,18 @@ def _add_common(parser: argparse.ArgumentParser, plot: str | None) -> None:
     parser.add_argument(
         "--netcdf", metavar="FILE", default=None, help="write the result as netCDF"
     )
-    group = parser.add_argument_group("parameters (default: climlab's)")
+    group = parser.add_argument_group(
+        "parameters (defaults: climlab's; ice_width, forcing and today's orbit are "
+        "ebm's)"
+    )
     defaults = Params()
     for field in dataclasses.fields(Params):
+        spellings = [f"--{field.name}"]
+        if "_" in field.name:
+            spellings.append(f"--{field.name.replace('_', '-')}")
         group.add_argument(
-            f"--{field.name}",
+            *spellings,
+            dest=field.name,
             type=float,
             default=None,
             metavar="X",
@@ -51,11 +58,20 @@ def _add_common(parser: argparse.ArgumentParser, plot: str | None) -> None:
         )
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse whose usage errors are one line (and exit status 2, as argparse's)."""
+
+    def error(self, message):
+        self.exit(2, f"{self.prog}: error: {message} (see --help)\n")
+
+
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="ebm", description="Differentiable energy-balance climate model."
     )
-    commands = parser.add_subparsers(dest="command", required=True)
+    commands = parser.add_subparsers(
+        dest="command", required=True, parser_class=_Parser
+    )
     starts = ["present", "warm", "cold"]
 
     eq = commands.add_parser(
@@ -67,7 +83,9 @@ def _parser() -> argparse.ArgumentParser:
             "implicit differentiation; plot T(lat)."
         ),
     )
-    eq.add_argument("--start", default="present", choices=starts)
+    eq.add_argument(
+        "--start", default="present", choices=starts, help="branch (present)"
+    )
     eq.add_argument(
         "--transport-plot",
         metavar="FILE",
@@ -86,13 +104,21 @@ def _parser() -> argparse.ArgumentParser:
         ),
     )
     run.add_argument("--years", type=float, default=10.0, help="length (10)")
-    run.add_argument("--start", default="present", choices=starts)
+    run.add_argument(
+        "--start", default="present", choices=starts, help="initial profile (present)"
+    )
     run.add_argument(
         "--adjoint",
         default="recursive",
         choices=["recursive", "direct", "forward", "backsolve"],
+        help="diffrax adjoint of the adaptive run (recursive)",
     )
-    run.add_argument("--dt", type=float, default=None, help="fixed step, years")
+    run.add_argument(
+        "--dt",
+        type=float,
+        default=None,
+        help="fixed step, years: fixed-step run (no history, so no plot)",
+    )
     run.add_argument(
         "--stepper",
         default="imex",
@@ -105,8 +131,10 @@ def _parser() -> argparse.ArgumentParser:
         choices=["none", "step", "sqrt", "recursive"],
         help="reverse-mode schedule of fixed steps (sqrt)",
     )
-    run.add_argument("--saves", type=int, default=50, help="saved times (50)")
-    run.add_argument("--no-progress", action="store_true")
+    run.add_argument(
+        "--saves", type=int, default=50, help="saved times of the adaptive run (50)"
+    )
+    run.add_argument("--no-progress", action="store_true", help="no progress meter")
     _add_common(run, "run.png")
 
     fit = commands.add_parser(
@@ -118,12 +146,21 @@ def _parser() -> argparse.ArgumentParser:
             "NAME=VALUE, starting from the given parameters, with L-BFGS."
         ),
     )
-    fit.add_argument("--fit", nargs="+", default=["D"], metavar="NAME")
+    fit.add_argument(
+        "--fit", nargs="+", default=["D"], metavar="NAME", help="parameters (D)"
+    )
     source = fit.add_mutually_exclusive_group(required=True)
-    source.add_argument("--target", metavar="FILE")
-    source.add_argument("--truth", nargs="+", metavar="NAME=VALUE")
+    source.add_argument(
+        "--target", metavar="FILE", help="netCDF file with T(lat); sets the grid"
+    )
+    source.add_argument(
+        "--truth",
+        nargs="+",
+        metavar="NAME=VALUE",
+        help="fit the equilibrium at these parameter values",
+    )
     fit.add_argument("--steps", type=int, default=100, help="most steps (100)")
-    fit.add_argument("--no-progress", action="store_true")
+    fit.add_argument("--no-progress", action="store_true", help="no progress line")
     _add_common(fit, "fit.png")
 
     sensitivity = commands.add_parser(
@@ -135,10 +172,17 @@ def _parser() -> argparse.ArgumentParser:
         ),
     )
     sensitivity.add_argument(
-        "--output", default="T", choices=["T", "global_mean", "ice_edge"]
+        "--output",
+        default="T",
+        choices=["T", "global_mean", "ice_edge"],
+        help="what to differentiate (T; only T is plotted)",
     )
-    sensitivity.add_argument("--names", nargs="+", default=None, metavar="NAME")
-    sensitivity.add_argument("--start", default="present", choices=starts)
+    sensitivity.add_argument(
+        "--names", nargs="+", default=None, metavar="NAME", help="(every parameter)"
+    )
+    sensitivity.add_argument(
+        "--start", default="present", choices=starts, help="branch (present)"
+    )
     _add_common(sensitivity, "sensitivity.png")
 
     hysteresis = commands.add_parser(
@@ -149,9 +193,18 @@ def _parser() -> argparse.ArgumentParser:
             "--stop, by pseudo-arclength continuation; print the folds."
         ),
     )
-    hysteresis.add_argument("--parameter", default="S0")
-    hysteresis.add_argument("--stop", type=float, default=1000.0)
-    hysteresis.add_argument("--start", default="warm", choices=starts)
+    hysteresis.add_argument(
+        "--parameter", default="S0", help="parameter to continue in (S0)"
+    )
+    hysteresis.add_argument(
+        "--stop",
+        type=float,
+        default=None,
+        help="where to stop (required unless the parameter is S0: then 1000)",
+    )
+    hysteresis.add_argument(
+        "--start", default="warm", choices=starts, help="branch to start on (warm)"
+    )
     _add_common(hysteresis, "hysteresis.png")
 
     seasonal = commands.add_parser(
@@ -162,7 +215,9 @@ def _parser() -> argparse.ArgumentParser:
             "Newton-Krylov shooting; print its diagnostics and plot it."
         ),
     )
-    seasonal.add_argument("--steps-per-year", type=int, default=365)
+    seasonal.add_argument(
+        "--steps-per-year", type=int, default=365, help="equal steps, >= 4 (365)"
+    )
     _add_common(seasonal, "seasonal_cycle.png")
 
     memory = commands.add_parser(
@@ -174,12 +229,22 @@ def _parser() -> argparse.ArgumentParser:
         ),
     )
     memory.add_argument(
-        "--steps", type=int, nargs="+", default=[1000, 4000], metavar="N"
+        "--steps",
+        type=int,
+        nargs="+",
+        default=[1000, 4000],
+        metavar="N",
+        help="run lengths (1000 4000)",
     )
     memory.add_argument(
-        "--schedules", nargs="+", default=["none", "step", "sqrt"], metavar="NAME"
+        "--schedules",
+        nargs="+",
+        default=["none", "step", "sqrt"],
+        metavar="NAME",
+        help="none, step, sqrt, recursive, or nested:LEVELS, binomial:CHECKPOINTS, "
+        "recursive:CHECKPOINTS (none step sqrt)",
     )
-    memory.add_argument("--repeats", type=int, default=3)
+    memory.add_argument("--repeats", type=int, default=3, help="timed runs (3)")
     _add_common(memory, "memory.png")
     return parser
 
@@ -213,8 +278,14 @@ def _plot_path(arguments):
 
 
 def _finish(report, result, params, arguments, plot, model=None) -> dict:
+    """Draw the plot and write the netCDF file that were asked for.
+
+    `plot` is a function of the path, or a string saying why there is none.
+    """
     path = _plot_path(arguments)
-    if path is not None and plot is not None:
+    if path is not None and isinstance(plot, str):
+        report["no_plot"] = plot
+    elif path is not None:
         plot(path)
         report["plot"] = path
     if arguments.netcdf is not None:
@@ -289,6 +360,7 @@ def _run(arguments) -> dict:
 
     params, grid = _setup(arguments)
     progress = not (arguments.json or arguments.no_progress)
+    years = arguments.years
     if arguments.saves < 2:
         raise ValueError(f"`--saves` must be at least 2, got {arguments.saves}.")
     if arguments.dt is None:
@@ -308,13 +380,23 @@ def _run(arguments) -> dict:
         differentiate = jax.jacfwd if arguments.adjoint == "forward" else jax.grad
         how = f"adjoint {arguments.adjoint}"
     else:
+        if not arguments.dt > 0:
+            raise ValueError(f"`--dt` must be > 0 years, got {arguments.dt}.")
         steps = round(arguments.years / arguments.dt)
+        if steps < 1 or abs(steps * arguments.dt - arguments.years) > 1e-9 * max(
+            arguments.years, 1.0
+        ):
+            raise ValueError(
+                f"`--years` {arguments.years} must be a whole number (>= 1) of "
+                f"`--dt` {arguments.dt} steps."
+            )
+        years = steps * arguments.dt
 
         def run(params):
             return integrate_fixed(
                 params,
                 dt=arguments.dt,
-                steps=max(steps, 1),
+                steps=steps,
                 grid=grid,
                 T0=arguments.start,
                 stepper=arguments.stepper,
@@ -330,7 +412,7 @@ def _run(arguments) -> dict:
     gradient = differentiate(lambda p: run(p).global_mean)(params)
     report = {
         "n_lat": grid.n_lat,
-        "years": arguments.years,
+        "years": years,
         "method": how,
         "params": _floats(params),
         "global_mean_degC": float(trajectory.global_mean),
@@ -349,15 +431,19 @@ def _run(arguments) -> dict:
         trajectory,
         params,
         arguments,
-        plot if trajectory.Ts is not None else None,
+        plot
+        if trajectory.Ts is not None
+        else "fixed-step runs keep no history to plot (run without --dt)",
     )
 
 
 def _fit(arguments) -> dict:
+    import numpy as np
     import optax
 
     from ._equilibrium import equilibrium
     from ._fit import fit
+    from ._grid import Grid
     from ._params import Params
 
     params, grid = _setup(arguments)
@@ -371,6 +457,9 @@ def _fit(arguments) -> dict:
                 "written by `ebm equilibrium --netcdf`."
             )
         target = dataset["T"].values
+        if not np.all(np.isfinite(target)):
+            raise ValueError(f"`--target` {arguments.target}: T has non-finite values.")
+        grid = Grid(int(target.shape[0]))  # the target's grid, not --n-lat
     else:
         truth = {}
         for item in arguments.truth:
@@ -440,7 +529,11 @@ def _sensitivity(arguments) -> dict:
         plot_sensitivity(result, params, path)
 
     return _finish(
-        report, result, params, arguments, plot if arguments.output == "T" else None
+        report,
+        result,
+        params,
+        arguments,
+        plot if arguments.output == "T" else "only --output T has a profile to plot",
     )
 
 
@@ -448,10 +541,18 @@ def _hysteresis(arguments) -> dict:
     from ._continuation import continuation
 
     params, grid = _setup(arguments)
+    stop = arguments.stop
+    if stop is None:
+        if arguments.parameter != "S0":
+            raise ValueError(
+                f"`--stop` is needed to continue in {arguments.parameter!r} (only S0 "
+                "has a default, 1000)."
+            )
+        stop = 1000.0
     branch = continuation(
         params,
         arguments.parameter,
-        stop=arguments.stop,
+        stop=stop,
         start=arguments.start,
         grid=grid,
     )
@@ -459,7 +560,7 @@ def _hysteresis(arguments) -> dict:
         "n_lat": grid.n_lat,
         "parameter": arguments.parameter,
         "from": float(getattr(params, arguments.parameter)),
-        "stop": arguments.stop,
+        "stop": stop,
         "points": branch.num_points,
         "folds": [
             {
@@ -511,15 +612,15 @@ def _seasonal(arguments) -> dict:
 
 
 def _memory(arguments) -> dict:
+    from ._checkpoint import resolve_checkpoint
     from ._grid import Grid
     from ._memory import memory_table
     from ._model import EnergyBalanceModel
 
     params = _params(arguments)
-    schedules = [
-        (name.split(":")[0], int(name.split(":")[1])) if ":" in name else name
-        for name in arguments.schedules
-    ]
+    schedules = [_schedule(name) for name in arguments.schedules]
+    for schedule in schedules:
+        resolve_checkpoint(schedule)  # reject a bad one before any work
     rows = memory_table(
         arguments.steps,
         schedules,
@@ -541,6 +642,19 @@ def _memory(arguments) -> dict:
     return report
 
 
+def _schedule(text: str):
+    """`name` or `name:count` (e.g. `binomial:8`) as `integrate_fixed` takes it."""
+    name, colon, count = text.partition(":")
+    if not colon:
+        return name
+    if not count.isdigit() or int(count) < 1:
+        raise ValueError(
+            f"`--schedules` takes NAME or NAME:COUNT with COUNT a positive integer, "
+            f"got {text!r}."
+        )
+    return (name, int(count))
+
+
 def _memory_netcdf(rows, params, path) -> None:
     import numpy as np
     import xarray
@@ -552,7 +666,7 @@ def _memory_netcdf(rows, params, path) -> None:
     shape = (len(schedules), len(steps))
     variables = {}
     for key, units, long_name in (
-        ("temporary_bytes", "byte", "XLA temporary memory of the gradient"),
+        ("temporary_megabytes", "MB", "XLA temporary memory of the gradient"),
         ("seconds", "s", "median time of the gradient"),
     ):
         values = np.full(shape, np.nan)
@@ -566,9 +680,17 @@ def _memory_netcdf(rows, params, path) -> None:
             values,
             {"units": units, "long_name": long_name},
         )
+    # CF coordinates are numeric: the schedules are labels of an index.
+    variables["schedule_name"] = (
+        "schedule",
+        np.asarray(schedules, dtype=str),
+        {"long_name": "checkpoint schedule"},
+    )
     dataset = xarray.Dataset(
         variables,
-        coords={"schedule": schedules, "steps": ("steps", np.asarray(steps))},
+        coords={
+            "steps": ("steps", np.asarray(steps), {"long_name": "time steps"}),
+        },
         attrs=_global_attributes("memory table", params),
     )
     save(dataset, path)
@@ -579,7 +701,7 @@ def _print_report(report: dict, command: str) -> None:
         _print_equilibrium(report)
     else:
         for key, value in report.items():
-            if key in ("rows", "plot", "transport_plot", "netcdf"):
+            if key in ("rows", "plot", "transport_plot", "netcdf", "no_plot"):
                 continue
             if isinstance(value, dict) and any(
                 isinstance(item, list) for item in value.values()
@@ -606,6 +728,8 @@ def _print_report(report: dict, command: str) -> None:
     for key in ("plot", "transport_plot", "netcdf"):
         if key in report:
             print(f"  wrote {report[key]}")
+    if "no_plot" in report:
+        print(f"  no plot: {report['no_plot']}")
 
 
 COMMANDS = {
@@ -617,6 +741,21 @@ COMMANDS = {
     "seasonal": _seasonal,
     "memory": _memory,
 }
+
+
+def _check_outputs(arguments) -> None:
+    """Fail before any work when a file to write cannot be written there."""
+    import pathlib
+
+    outputs = {"--netcdf": arguments.netcdf, "--plot": _plot_path(arguments)}
+    for option, path in outputs.items():
+        if path is None:
+            continue
+        path = pathlib.Path(path)
+        if path.is_dir():
+            raise ValueError(f"`{option}` {path} is a directory, not a file name.")
+        if not path.parent.is_dir():
+            raise ValueError(f"`{option}` {path}: the folder {path.parent} is missing.")
 
 
 def _one_line(error: BaseException) -> str:
@@ -636,8 +775,9 @@ def main(argv=None) -> int:
     parser = _parser()
     arguments = parser.parse_args(argv)
     try:
+        _check_outputs(arguments)
         report = COMMANDS[arguments.command](arguments)
-    except (ValueError, TypeError, FileNotFoundError, KeyError) as error:
+    except (ValueError, TypeError, KeyError, OSError, ImportError) as error:
         print(f"ebm: error: {_one_line(error)}", file=sys.stderr)
         return 2
     except (eqx.EquinoxRuntimeError, RuntimeError) as error:

@@ -4,7 +4,8 @@
 `SeasonalCycle`, `Branch`, `FitResult`, `Sensitivity`) into an `xarray.Dataset`
 following the CF conventions (1.8): a `lat` coordinate (degrees_north) with its cell
 bounds `lat_bnds`, a `time` coordinate where there is one (days since the start,
-the 365.2422-day year of the model), units and long names on every variable, and
+the 365.2422-day year of the model, from a nominal 2000-01-01), units and long names
+on every variable, and
 the parameters as attributes (`param_D = 0.555`, with `param_D_units`).
 `ebm.save(result_or_dataset, path)` writes netCDF atomically: to a temporary file
 beside `path`, flushed to disk, then renamed over it, so that a crash mid-write
@@ -71,10 +72,12 @@ def _time(years) -> dict:
             "time",
             _array(years) * DAYS_PER_YEAR,
             {
-                "units": "days since 0001-01-01 00:00:00",
+                # A nominal reference date that numpy's datetimes decode.
+                "units": "days since 2000-01-01 00:00:00",
                 "calendar": "proleptic_gregorian",
                 "standard_name": "time",
-                "long_name": "time since the start (1 January), 365.2422-day years",
+                "long_name": "time since the start (1 January)",
+                "comment": "model years are 365.2422 days; the date is nominal",
                 "axis": "T",
             },
         ),
@@ -116,6 +119,19 @@ def _scalar(value, units: str, long_name: str):
     return ((), _array(value), {"units": units, "long_name": long_name})
 
 
+def _flag(value, long_name: str, meaning: str, dims=()):
+    """A boolean as CF flags (netCDF has no booleans; xarray restores the dtype)."""
+    return (
+        dims,
+        _array(value),
+        {
+            "long_name": long_name,
+            "flag_values": np.array([0, 1], dtype=np.int8),
+            "flag_meanings": f"not_{meaning} {meaning}",
+        },
+    )
+
+
 def _equilibrium_variables(state) -> dict:
     return {
         "T": ("lat", _array(state.T), {**_TEMPERATURE, "long_name": "temperature"}),
@@ -132,7 +148,7 @@ def _equilibrium_variables(state) -> dict:
         "condition_number": _scalar(
             state.condition_number, "1", "condition number of the Jacobian"
         ),
-        "stable": _scalar(state.stable, "1", "whether the equilibrium is stable"),
+        "stable": _flag(state.stable, "whether the equilibrium is stable", "stable"),
         "num_steps": _scalar(state.num_steps, "1", "root-finder iterations"),
     }
 
@@ -162,7 +178,11 @@ def _diagnostics(T, params: Params, model) -> dict:
         "lat_edge": (
             "lat_edge",
             _array(model.grid.lat_bounds),
-            {"units": "degrees_north", "long_name": "latitude of the cell bounds"},
+            {
+                "units": "degrees_north",
+                "standard_name": "latitude",
+                "long_name": "latitude of the cell bounds",
+            },
         ),
     }
 
@@ -196,7 +216,11 @@ def _seasonal_variables(cycle) -> dict:
     temperature = {**_TEMPERATURE}
     return {
         **_time(cycle.t),
-        "T": (("time", "lat"), _array(cycle.T), {**temperature, "long_name": "T"}),
+        "T": (
+            ("time", "lat"),
+            _array(cycle.T),
+            {**temperature, "long_name": "temperature"},
+        ),
         "T0": ("lat", _array(cycle.T0), {**temperature, "long_name": "T on 1 January"}),
         "annual_mean": (
             "lat",
@@ -246,7 +270,7 @@ def _branch_variables(branch) -> dict:
             _array(branch.leading_eigenvalue),
             {"units": "W m-2 K-1", "long_name": "largest eigenvalue of the Jacobian"},
         ),
-        "stable": (point, _array(branch.stable), {"long_name": "stable"}),
+        "stable": _flag(branch.stable, "whether each point is stable", "stable", point),
         "slope": (
             point,
             _array(branch.slope),
@@ -294,7 +318,7 @@ def _fit_variables(fit) -> dict:
             _array(fit.loss_history),
             {"units": "K2", "long_name": "misfit before each step and at the end"},
         ),
-        "converged": _scalar(fit.converged, "1", "whether the fit converged"),
+        "converged": _flag(fit.converged, "whether the fit converged", "converged"),
         "num_steps": _scalar(fit.num_steps, "1", "optimiser steps"),
     }
     for name in fit.fitted:
@@ -314,12 +338,16 @@ def _sensitivity_variables(sensitivity) -> dict:
     variables = {
         output: (dims, _array(sensitivity.value), {"units": units, "long_name": output})
     }
+    # A derivative is a ratio of differences: temperature differences are in K.
+    difference = {"degC": "K"}
     for name in sensitivity.names:
+        numerator = difference.get(units, units)
+        denominator = difference.get(UNITS[name], UNITS[name])
         variables[f"d_{output}_d_{name}"] = (
             dims,
             _array(sensitivity[name]),
             {
-                "units": f"({units}) ({UNITS[name]})-1",
+                "units": f"({numerator}) ({denominator})-1",
                 "long_name": f"derivative of {output} with respect to {name}",
             },
         )
@@ -376,14 +404,17 @@ def to_dataset(result, params: Params | None = None, *, model=None):
     lat = getattr(result, "lat", None)
     if lat is None and getattr(result, "T", None) is not None:
         lat = np.asarray(result.T)[0]  # a branch's profiles: (point, lat)
-    if lat is not None:
+    uses_lat = any("lat" in np.atleast_1d(spec[0]) for spec in variables.values())
+    if lat is not None and uses_lat:
         variables.update(_latitude(Grid(int(np.asarray(lat).shape[-1]))))
     if isinstance(result, Equilibrium) and model is not None and params is not None:
         variables.update(_diagnostics(result.T, params, model))
     attributes = _global_attributes(kind, params)
     if hasattr(result, "result"):
         attributes.update(_result_code(result.result))
-    coordinates = {"lat", "lat_bnds", "time", "lat_edge"}
+    # Bounds are data variables: as coordinates xarray would write a global
+    # `coordinates` attribute, which CF does not define.
+    coordinates = {"lat", "time", "lat_edge"}
     dataset = xarray.Dataset(
         {k: v for k, v in variables.items() if k not in coordinates},
         coords={k: v for k, v in variables.items() if k in coordinates},
@@ -421,26 +452,47 @@ def save(result, path, params: Params | None = None, *, model=None) -> pathlib.P
         for name, variable in dataset.variables.items()
         if np.issubdtype(variable.dtype, np.floating)
     }
+    if path.is_dir():
+        raise IsADirectoryError(f"`path` {path} is a directory, not a file name.")
+    if not path.parent.is_dir():
+        raise FileNotFoundError(f"`path` {path}: the folder {path.parent} is missing.")
     descriptor, temporary = tempfile.mkstemp(
         dir=path.parent, prefix=f".{path.name}.", suffix=".tmp"
     )
     os.close(descriptor)
     try:
         dataset.to_netcdf(temporary, engine="netcdf4", encoding=encoding)
+        # mkstemp's file is private (0600): give it the mode the file would have had.
+        os.chmod(temporary, _mode(path))
         with open(temporary, "rb+") as handle:
             os.fsync(handle.fileno())
         os.replace(temporary, path)
     except BaseException:
         pathlib.Path(temporary).unlink(missing_ok=True)
         raise
+    # The rename is durable once the folder's entry is on disk too.
+    folder = os.open(path.parent, os.O_RDONLY)
+    try:
+        os.fsync(folder)
+    finally:
+        os.close(folder)
     return path
+
+
+def _mode(path: pathlib.Path) -> int:
+    """The mode of the file `path` replaces, or a new file's under the umask."""
+    if path.exists():
+        return path.stat().st_mode & 0o777
+    umask = os.umask(0)
+    os.umask(umask)
+    return 0o666 & ~umask
 
 
 def load(path):
     """Read a netCDF file written by `ebm.save` as an `xarray.Dataset`, bit for bit.
 
-    Times are left as written (days since the start); `xarray.decode_cf` decodes
-    them.
+    Times are left as written (days since the start, from a nominal 2000-01-01);
+    `xarray.decode_cf` decodes them to dates.
     """
     xarray = _xarray()
     with xarray.open_dataset(path, engine="netcdf4", decode_times=False) as dataset:
