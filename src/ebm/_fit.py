@@ -32,7 +32,7 @@ from jaxtyping import Array, Float
 
 from ._equilibrium import equilibrium, resolve_model
 from ._grid import Grid
-from ._integrate import integrate
+from ._integrate import check_count, integrate
 from ._model import EnergyBalanceModel
 from ._params import Params
 from ._results import RESULTS
@@ -174,8 +174,7 @@ def fit(
         names the parameter values).
     """
     names = check_names(fit, "fit")
-    if isinstance(steps, bool) or not isinstance(steps, int) or steps < 1:
-        raise ValueError(f"`steps` must be an integer >= 1, got {steps!r}.")
+    check_count("steps", steps, 1)
     model = resolve_model(model, grid)
     grid = model.grid
     target = jnp.asarray(target, float)

@@ -114,9 +114,7 @@ def _default_max_steps(params: Params, years, model: EnergyBalanceModel) -> int:
         return 16384
     # Evaluated now: inside a caller's jit a jnp operation would otherwise be traced.
     with jax.ensure_compile_time_eval():
-        heat_capacity = np.min(
-            np.asarray(model.heat_capacity(params, model.grid), dtype=float)
-        )
+        heat_capacity = float(smallest_heat_capacity(params, model))
     relaxation = heat_capacity / float(params.B) / SECONDS_PER_YEAR
     needed = 2 * math.ceil(float(years) / (MAX_STEP_FRACTION * relaxation))
     # A power of two, so that runs of similar length share one compilation.
@@ -155,6 +153,12 @@ def fastest_time_scale(
         heat_capacity = params.heat_capacity
     seconds = heat_capacity * grid.spacing**2 / (4.0 * params.D)
     return seconds / SECONDS_PER_YEAR
+
+
+def check_count(name: str, value, minimum: int) -> None:
+    """`value` must be a Python integer of at least `minimum` (a count of something)."""
+    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+        raise ValueError(f"`{name}` must be an integer >= {minimum}, got {value!r}.")
 
 
 def _check_positive(name: str, value) -> None:
@@ -417,8 +421,7 @@ def integrate_fixed(
         (with `throw=True`) when the state becomes non-finite.
     """
     model = resolve_model(model, grid)
-    if isinstance(steps, bool) or not isinstance(steps, int) or steps < 1:
-        raise ValueError(f"`steps` must be an integer >= 1, got {steps!r}.")
+    check_count("steps", steps, 1)
     _check_positive("dt", dt)
     T0 = initial_profile("present" if T0 is None else T0, params, model.grid, "T0")
     stepper = resolve_stepper(stepper)

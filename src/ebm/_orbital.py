@@ -113,9 +113,8 @@ def solar_longitude(day: ArrayLike, params: Params) -> Float[Array, "..."]:
     return _true_from_eccentric(_solve_kepler(M, e), e) + perihelion
 
 
-def distance_factor(day: ArrayLike, params: Params) -> Float[Array, "..."]:
-    """`(a / r)^2` on calendar `day`: insolation relative to the mean distance's."""
-    longitude = solar_longitude(day, params)
+def _distance_factor(longitude, params: Params):
+    """`(a / r)^2` at solar `longitude`: insolation relative to the mean distance's."""
     e = params.eccentricity
     perihelion = jnp.deg2rad(params.long_peri)
     return ((1.0 + e * jnp.cos(longitude - perihelion)) / (1.0 - e**2)) ** 2
@@ -166,12 +165,9 @@ def daily_insolation(
     `Q(lat, day)`, W m-2, differentiable with respect to every argument.
     """
     longitude = solar_longitude(day, params)
-    e = params.eccentricity
-    perihelion = jnp.deg2rad(params.long_peri)
-    inverse_distance = (1.0 + e * jnp.cos(longitude - perihelion)) / (1.0 - e**2)
     sin_declination = jnp.sin(jnp.deg2rad(params.obliquity)) * jnp.sin(longitude)
     daylight = _daylight_integral(jnp.deg2rad(jnp.asarray(lat)), sin_declination)
-    return params.S0 / jnp.pi * inverse_distance**2 * daylight
+    return params.S0 / jnp.pi * _distance_factor(longitude, params) * daylight
 
 
 def _gauss_legendre(points: int):

@@ -264,6 +264,19 @@ def plot_branch(branch, path=None, *, axes=None, label=None, color=None, annotat
     return fig
 
 
+def _hovmoller(fig, ax, time, lat, T, freezing: float, label: str):
+    """Temperature against time and latitude, symmetric colours, the `Tf` contour."""
+    limit = float(np.max(np.abs(T)))
+    mesh = ax.pcolormesh(
+        time, lat, T.T, cmap="RdBu_r", vmin=-limit, vmax=limit, shading="nearest"
+    )
+    if T.min() < freezing < T.max():
+        ax.contour(time, lat, T.T, levels=[freezing], colors="k", linewidths=0.8)
+    fig.colorbar(mesh, ax=ax, label=f"{label} (°C); contour Tf = {freezing:g}")
+    ax.set_ylabel("latitude (°N)")
+    ax.set_yticks(np.arange(-90, 91, 30))
+
+
 def plot_seasonal_cycle(cycle, params=None, path=None, *, title=None):
     """A latitude-time (Hovmoller) plot of a seasonal cycle, and its amplitude.
 
@@ -293,20 +306,11 @@ def plot_seasonal_cycle(cycle, params=None, path=None, *, title=None):
     )
     day = np.asarray(cycle.t) * DAYS_PER_YEAR
     lat, T = np.asarray(cycle.lat), np.asarray(cycle.T)
-    limit = float(np.max(np.abs(T)))
-    mesh = hovmoller.pcolormesh(
-        day, lat, T.T, cmap="RdBu_r", vmin=-limit, vmax=limit, shading="nearest"
-    )
-    hovmoller.contour(day, lat, T.T, levels=[freezing], colors="k", linewidths=0.8)
+    _hovmoller(fig, hovmoller, day, lat, T, freezing, "surface temperature")
     hovmoller.plot(
         day, np.asarray(cycle.ice_edge), color="tab:cyan", lw=2, label="ice edge (N)"
     )
-    fig.colorbar(
-        mesh, ax=hovmoller, label=f"surface temperature (°C); contour Tf = {freezing:g}"
-    )
     hovmoller.set_xlabel("day of year")
-    hovmoller.set_ylabel("latitude (°N)")
-    hovmoller.set_yticks(np.arange(-90, 91, 30))
     hovmoller.set_xlim(0, DAYS_PER_YEAR)
     hovmoller.legend(loc="lower right")
     profile.plot(lat, np.asarray(cycle.annual_mean), label="annual mean (°C)")
@@ -383,16 +387,8 @@ def plot_trajectory(trajectory, params=None, path=None):
     fig, ax = plt.subplots(figsize=(8, 4.5), layout="constrained")
     years, lat = np.asarray(trajectory.ts), np.asarray(trajectory.lat)
     T = np.asarray(trajectory.Ts)
-    limit = float(np.max(np.abs(T)))
-    mesh = ax.pcolormesh(
-        years, lat, T.T, cmap="RdBu_r", vmin=-limit, vmax=limit, shading="nearest"
-    )
-    if T.min() < freezing < T.max():
-        ax.contour(years, lat, T.T, levels=[freezing], colors="k", linewidths=0.8)
-    fig.colorbar(mesh, ax=ax, label=f"temperature (°C); contour Tf = {freezing:g}")
+    _hovmoller(fig, ax, years, lat, T, freezing, "temperature")
     ax.set_xlabel("time (years)")
-    ax.set_ylabel("latitude (°N)")
-    ax.set_yticks(np.arange(-90, 91, 30))
     if path is not None:
         fig.savefig(path, dpi=120)
     return fig

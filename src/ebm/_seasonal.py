@@ -56,9 +56,9 @@ from ._checkpoint import (
     resolve_checkpoint,
 )
 from ._custom_types import Scalar, Temperature
-from ._equilibrium import initial_profile
+from ._equilibrium import initial_profile, resolve_model
 from ._grid import Grid
-from ._integrate import _fixed_step
+from ._integrate import _fixed_step, check_count
 from ._model import EnergyBalanceModel
 from ._params import Params
 from ._physics.insolation import DailyInsolation
@@ -83,23 +83,12 @@ def seasonal_model(grid: Grid | None = None, **terms) -> EnergyBalanceModel:
 
 
 def _resolve_model(model, grid) -> EnergyBalanceModel:
-    if model is None:
-        return seasonal_model(grid)
-    if grid is not None and grid != model.grid:
-        raise ValueError(
-            f"Pass `grid` or `model`, not both: got grid={grid} and a model on "
-            f"{model.grid}."
-        )
-    return model
-
-
-def _check_count(name: str, value, minimum: int) -> None:
-    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
-        raise ValueError(f"`{name}` must be an integer >= {minimum}, got {value!r}.")
+    """As `ebm.equilibrium`'s, but the default model is the seasonal one."""
+    return seasonal_model(grid) if model is None else resolve_model(model, grid)
 
 
 def _resolve_year(stepper, checkpoint, steps_per_year):
-    _check_count("steps_per_year", steps_per_year, 4)
+    check_count("steps_per_year", steps_per_year, 4)
     checkpoint = resolve_checkpoint(checkpoint)
     if isinstance(checkpoint, (BinomialCheckpoint, RecursiveCheckpoint)):
         raise ValueError(
@@ -289,7 +278,7 @@ def periodic_equilibrium(
     """
     model = _resolve_model(model, grid)
     stepper, checkpoint = _resolve_year(stepper, checkpoint, steps_per_year)
-    _check_count("spinup_years", spinup_years, 0)
+    check_count("spinup_years", spinup_years, 0)
     T_start = initial_profile(start, params, model.grid)
     if solver is None:
         solver = optx.Newton(rtol=1e-10, atol=1e-10, linear_solver=_krylov(1e-6, 1e-6))
@@ -365,7 +354,7 @@ def seasonal_spinup(
     """
     model = _resolve_model(model, grid)
     stepper, checkpoint = _resolve_year(stepper, checkpoint, steps_per_year)
-    _check_count("years", years, 0)
+    check_count("years", years, 0)
     T_start = initial_profile(start, params, model.grid)
     year = _Year(model, stepper, checkpoint, steps_per_year)
     return _seasonal_spinup(params, year, T_start, years)
