@@ -35,8 +35,9 @@ adaptive step sequence would change discontinuously with them) and make a spin-u
 $N$ years exactly $N$ applications of the same $\Phi$, so the two agree to the
 root-finder's tolerance. A Rosenbrock step's derivatives cost a small multiple of
 the step (O(n)), where an implicit Runge-Kutta step's pass through its stage
-root-finds (diffrax's `Kvaerno5`) forms the stage Jacobian densely: 2.2 and 6.5
-times the cost of the step at 60 cells, and O(n^2). The default 365 steps (one a
+root-finds (diffrax's `Kvaerno5`) forms the stage Jacobian densely: a year's
+Jacobian-vector product costs 2.3 and 5.2 times the year at 60 cells
+(`benchmarks/seasonal_derivatives.py`), and O(n^2). The default 365 steps (one a
 day) are within 0.03 K of the converged cycle, 146 within 0.08 K and 1460 within
 0.003 K (see `benchmarks/seasonal.py`); the
 seasonal model also runs under `ebm.integrate` with diffrax's adaptive solvers and
