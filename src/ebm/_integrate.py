@@ -12,6 +12,13 @@ solves use the Jacobian's tridiagonal part, probed matrix-free
 (Reverse-mode gradients through the stages use diffrax's own implicit adjoint,
 which forms the stage Jacobian densely: fine up to a few thousand cells.)
 
+Other solvers by name (`solver=`): `"kencarp5"`, diffrax's implicit-explicit
+`KenCarp5`, which solves only the transport implicitly (the same tridiagonal
+solves) and the radiation explicitly: its steps are then bound by the explicit
+stability of the ice-albedo feedback near the ice edge (thousands of steps a year,
+where Kvaerno5 takes a few hundred; `benchmarks/high_resolution.py`); and
+`"tsit5"`, explicit, the cheapest at 60 cells but bound by the diffusive limit.
+
 How gradients are computed is the `adjoint` (diffrax's term):
 
 - `"recursive"`: `RecursiveCheckpointAdjoint()`; `grad`, `vjp`; O(log N)
@@ -65,12 +72,54 @@ ADJOINTS = {
 BACKSOLVE_HORIZON = 20.0
 
 
-def default_solver() -> diffrax.AbstractSolver:
-    """`Kvaerno5` whose stage solves use the probed tridiagonal Jacobian."""
-    root_finder = diffrax.with_stepsize_controller_tols(diffrax.VeryChord)(
+def _tridiagonal_root_finder():
+    """Chord iterations whose linear solves use the probed tridiagonal Jacobian."""
+    return diffrax.with_stepsize_controller_tols(diffrax.VeryChord)(
         linear_solver=ProbedTridiagonal()
     )
-    return diffrax.Kvaerno5(root_finder=root_finder)
+
+
+SOLVERS = {
+    "kvaerno5": lambda: diffrax.Kvaerno5(root_finder=_tridiagonal_root_finder()),
+    "kencarp5": lambda: diffrax.KenCarp5(root_finder=_tridiagonal_root_finder()),
+    "tsit5": diffrax.Tsit5,
+}
+"""Solvers by name: the default implicit `Kvaerno5`, the implicit-explicit
+`KenCarp5` (transport implicit, the rest explicit), and the explicit `Tsit5`."""
+
+# diffrax's implicit-explicit Runge-Kutta methods: they take the pair of terms
+# (explicit, implicit) as a `MultiTerm`.
+_IMEX = (diffrax.KenCarp3, diffrax.KenCarp4, diffrax.KenCarp5, diffrax.Sil3)
+
+
+def default_solver() -> diffrax.AbstractSolver:
+    """`Kvaerno5` whose stage solves use the probed tridiagonal Jacobian."""
+    return SOLVERS["kvaerno5"]()
+
+
+def resolve_solver(solver) -> diffrax.AbstractSolver:
+    """A diffrax solver from `None` (the default), a name in `SOLVERS`, or itself."""
+    if solver is None:
+        return default_solver()
+    if isinstance(solver, diffrax.AbstractSolver):
+        return solver
+    if isinstance(solver, str) and solver in SOLVERS:
+        return SOLVERS[solver]()
+    raise ValueError(
+        f"`solver` must be one of {tuple(SOLVERS)} or a diffrax.AbstractSolver "
+        f"instance, got {solver!r}."
+    )
+
+
+def model_terms(model: EnergyBalanceModel, solver: diffrax.AbstractSolver):
+    """The model as diffrax terms for `solver`: one `ODETerm`, or for an
+    implicit-explicit solver the pair (local terms explicit, transport implicit)."""
+    if isinstance(solver, _IMEX):
+        return diffrax.MultiTerm(
+            diffrax.ODETerm(model.local_tendency),
+            diffrax.ODETerm(model.transport_tendency),
+        )
+    return diffrax.ODETerm(model)
 
 
 # The step cap, as a fraction of the relaxation time C / B (0.66 years by default).
@@ -244,8 +293,12 @@ def integrate(
     - `adjoint`: `"recursive"` (default), `("recursive", checkpoints)`,
         `"direct"`, `"forward"`, `"backsolve"`, or any `diffrax.AbstractAdjoint`
         instance (e.g. `diffrax.RecursiveCheckpointAdjoint(checkpoints=64)`).
-    - `solver`: a diffrax solver (default: `Kvaerno5` with matrix-free stage solves;
-        see the module docstring for why an implicit solver).
+    - `solver`: `"kvaerno5"` (default: `Kvaerno5` with matrix-free stage solves;
+        see the module docstring for why an implicit solver), `"kencarp5"`
+        (`KenCarp5`, implicit in the transport only), `"tsit5"` (explicit; its
+        steps are bound by the diffusive stability limit), or any diffrax solver;
+        diffrax's implicit-explicit solvers (`KenCarp3/4/5`, `Sil3`) get the
+        model split into its local and transport parts.
     - `saveat`: a `diffrax.SaveAt` (default: the final state only). Saved times fill
         `ts` and `Ts`.
     - `stepsize_controller`: default `diffrax.PIDController(rtol=1e-8, atol=1e-8)`
@@ -274,8 +327,7 @@ def integrate(
     T0 = initial_profile("present" if T0 is None else T0, params, model.grid, "T0")
     adjoint_name = adjoint if isinstance(adjoint, str) else type(adjoint).__name__
     adjoint = resolve_adjoint(adjoint)
-    if solver is None:
-        solver = default_solver()
+    solver = resolve_solver(solver)
     if stepsize_controller is None:
         stepsize_controller = default_controller(params, model)
     if max_steps is None:
@@ -336,7 +388,7 @@ def _integrate(
             "the default 60 cells). Use adjoint='recursive' for longer runs.",
         )
     solution = diffrax.diffeqsolve(
-        diffrax.ODETerm(model),
+        model_terms(model, solver),
         solver,
         t0=0.0,
         t1=years,

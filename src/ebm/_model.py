@@ -124,6 +124,25 @@ class EnergyBalanceModel(eqx.Module):
         budget = self.energy_budget(T, params, t)
         return budget * SECONDS_PER_YEAR / self.heat_capacity(params, self.grid)
 
+    def transport_tendency(self, t, T: Temperature, params: Params) -> Temperature:
+        """The transport's part of `dT/dt`, K per year: the stiff, linear part that
+        implicit-explicit solvers (`diffrax.KenCarp5`, `ebm.IMEXEuler`) treat
+        implicitly. A diffrax vector field `(t, T, params)`."""
+        del t
+        heating = self.heat_convergence(T, params)
+        return heating * SECONDS_PER_YEAR / self.heat_capacity(params, self.grid)
+
+    def local_tendency(self, t, T: Temperature, params: Params) -> Temperature:
+        """The rest of `dT/dt` (radiation and forcing, local in latitude), K per
+        year: the part that implicit-explicit solvers treat explicitly. A diffrax
+        vector field `(t, T, params)`."""
+        budget = (
+            self.absorbed_solar(T, params, t)
+            - self.outgoing_longwave(T, params)
+            + params.forcing
+        )
+        return budget * SECONDS_PER_YEAR / self.heat_capacity(params, self.grid)
+
     def energy_budget(self, T: Temperature, params: Params, t=None) -> Flux:
         """Net heating of each cell, W m-2: absorbed solar - OLR + transport + F."""
         return (

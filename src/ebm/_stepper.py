@@ -47,7 +47,6 @@ import jax.numpy as jnp
 from jax.ad_checkpoint import checkpoint_name
 from jaxtyping import Array, PyTree
 
-from ._constants import SECONDS_PER_YEAR
 from ._custom_types import Temperature
 from ._model import EnergyBalanceModel
 from ._params import Params
@@ -121,10 +120,7 @@ class IMEXEuler(AbstractStepper):
     """Transport implicit (tridiagonal, probed once), the rest explicit."""
 
     def init(self, model, params, T0, dt):
-        def transport(T):
-            heating = model.heat_convergence(T, params)
-            return heating * SECONDS_PER_YEAR / model.heat_capacity(params, model.grid)
-
+        transport = lambda T: model.transport_tendency(0.0, T, params)  # noqa: E731
         return _linearise(transport, T0)[1].shifted(1.0 / dt)
 
     def step(self, model, state, t, T, params, dt):
