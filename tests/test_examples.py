@@ -88,3 +88,50 @@ def test_choose_adjoint_example_runs(tmp_path):
     result = _run_example("choose_adjoint.py", "--fast", cwd=tmp_path)
     assert "backsolve  reverse  refused" in result.stdout
     assert (tmp_path / "choose_adjoint.png").stat().st_size > 10_000
+
+
+def test_ensemble_example_runs_on_one_host_and_on_two(tmp_path):
+    """The example's documented command lines: forced CPU devices in one process,
+    and two processes joined by jax.distributed, with the same numbers."""
+    import socket
+
+    one = tmp_path / "one"
+    one.mkdir()
+    result = _run_example("ensemble.py", "--fast", "--host-devices", "4", cwd=one)
+    assert "36 members (6 D x 6 S0) on 4 devices (1 processes)" in result.stdout
+    assert (one / "ensemble.png").stat().st_size > 10_000
+    assert (one / "ensemble.nc").exists()
+    with socket.socket() as probe:
+        probe.bind(("localhost", 0))
+        port = probe.getsockname()[1]
+    two = tmp_path / "two"
+    two.mkdir()
+    command = [
+        sys.executable, str(ROOT / "examples" / "ensemble.py"), "--fast",
+        "--host-devices", "2", "--coordinator", f"localhost:{port}",
+        "--num-processes", "2",
+    ]  # fmt: skip
+    processes = [
+        subprocess.Popen(
+            [*command, "--process-id", str(i)],
+            cwd=two,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for i in (0, 1)
+    ]
+    outputs = [process.communicate(timeout=600) for process in processes]
+    for process, (_, stderr) in zip(processes, outputs):
+        assert process.returncode == 0, stderr[-3000:]
+    first = outputs[0][0]
+    assert "on 4 devices (2 processes)" in first
+    # The same statistics as the single-process run, and only process 0 writes.
+    statistics = lambda text: [  # noqa: E731
+        line
+        for line in text.splitlines()
+        if "global mean over" in line or "dS0" in line
+    ]
+    assert statistics(first) == statistics(result.stdout)
+    assert "members" not in outputs[1][0]  # (gloo prints its own lines)
+    assert (two / "ensemble.nc").exists()

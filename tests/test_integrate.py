@@ -173,8 +173,8 @@ def test_other_solvers_agree_and_their_gradients_match_finite_differences(
         np.testing.assert_allclose(
             getattr(gradient, name),
             getattr(reference_gradient, name),
-            rtol=1e-7,
-            atol=1e-12,
+            rtol=1e-6,  # two discretisations, each to rtol 1e-8 per step
+            atol=1e-9,
         )
     jacobian = jax.jacfwd(lambda p: fn(p, "forward"))(params)
     for name in names:

@@ -27,6 +27,12 @@ from ._continuation import (  # noqa: E402
     continuation as continuation,
     fold as fold,
 )
+from ._ensemble import (  # noqa: E402
+    Ensemble as Ensemble,
+    EnsembleFailureWarning as EnsembleFailureWarning,
+    ensemble as ensemble,
+    sweep as sweep,
+)
 from ._equilibrium import (  # noqa: E402
     Equilibrium as Equilibrium,
     NearFoldWarning as NearFoldWarning,

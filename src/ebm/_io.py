@@ -18,6 +18,7 @@ import os
 import pathlib
 import tempfile
 
+import jax
 import numpy as np
 
 from ._constants import DAYS_PER_YEAR
@@ -354,13 +355,84 @@ def _sensitivity_variables(sensitivity) -> dict:
     return variables
 
 
+def _ensemble_variables(ensemble) -> dict:
+    """An ensemble's variables: its result's, each with a leading `member` axis, the
+    varying parameters and gradients along `member`, and which members failed."""
+    from ._equilibrium import Equilibrium
+    from ._integrate import Trajectory
+    from ._seasonal import SeasonalCycle
+
+    kinds = (
+        (Equilibrium, _equilibrium_variables),
+        (Trajectory, _trajectory_variables),
+        (SeasonalCycle, _seasonal_variables),
+    )
+    result = ensemble.result
+    for cls, variables_of in kinds:
+        if isinstance(result, cls):
+            break
+    else:
+        raise TypeError(
+            "`to_dataset` writes ensembles of equilibria, trajectories and seasonal "
+            f"cycles, got an ensemble of {type(result).__name__}."
+        )
+    member = "member"
+    variables = {}
+    for name, (dims, data, attributes) in variables_of(result).items():
+        dims = (dims,) if isinstance(dims, str) else tuple(dims)
+        if name in ("time",):  # one time axis, shared by every member
+            variables[name] = (dims, data[0], attributes)
+        else:
+            variables[name] = ((member, *dims), data, attributes)
+    variables[member] = (
+        member,
+        np.arange(ensemble.num_members),
+        {"long_name": "ensemble member"},
+    )
+    for name in ensemble.varying:
+        variables[f"param_{name}"] = (
+            member,
+            _array(getattr(ensemble.params, name)),
+            {"units": UNITS[name], "long_name": f"parameter {name} of each member"},
+        )
+    if ensemble.gradient is not None:
+        output = ensemble.output
+        units = _OUTPUT_UNITS.get(output, "1")
+        difference = {"degC": "K"}
+        for name in Params.field_names():
+            numerator = difference.get(units, units)
+            denominator = difference.get(UNITS[name], UNITS[name])
+            variables[f"d_{output}_d_{name}"] = (
+                member,
+                _array(getattr(ensemble.gradient, name)),
+                {
+                    "units": f"({numerator}) ({denominator})-1",
+                    "long_name": f"derivative of {output} with respect to {name}",
+                },
+            )
+    variables["ok"] = _flag(
+        ensemble.ok, "whether the member succeeded", "succeeded", member
+    )
+    reasons = [ensemble.failures.get(i, "") for i in range(ensemble.num_members)]
+    variables["failure"] = (
+        member,
+        np.array(reasons, dtype=object),
+        {"long_name": "why the member failed (empty if it succeeded)"},
+    )
+    return variables
+
+
 def to_dataset(result, params: Params | None = None, *, model=None):
     """An `xarray.Dataset` of a result, following the CF conventions.
 
     **Arguments:**
 
     - `result`: an `ebm.Equilibrium`, `Trajectory`, `SeasonalCycle`, `Branch`,
-        `FitResult` or `Sensitivity`.
+        `FitResult`, `Sensitivity`, or an `Ensemble` of equilibria, trajectories or
+        seasonal cycles (every variable gains a leading `member` dimension; the
+        varying parameters are variables `param_<name>(member)`, the gradients
+        `d_<output>_d_<name>(member)`, and `ok` and `failure` say which members
+        failed and why; failed members' values are NaN).
     - `params`: the parameters it was computed with, stored as attributes (a
         `FitResult` carries its own).
     - `model`: the model, to add an equilibrium's absorbed solar, outgoing
@@ -376,6 +448,7 @@ def to_dataset(result, params: Params | None = None, *, model=None):
     - `TypeError`: for a result of another type.
     """
     from ._continuation import Branch
+    from ._ensemble import Ensemble
     from ._equilibrium import Equilibrium
     from ._fit import FitResult, Sensitivity
     from ._integrate import Trajectory
@@ -383,6 +456,7 @@ def to_dataset(result, params: Params | None = None, *, model=None):
 
     xarray = _xarray()
     kinds = (
+        (Ensemble, "ensemble", _ensemble_variables),
         (Equilibrium, "equilibrium", _equilibrium_variables),
         (Trajectory, "trajectory", _trajectory_variables),
         (SeasonalCycle, "seasonal cycle", _seasonal_variables),
@@ -401,7 +475,13 @@ def to_dataset(result, params: Params | None = None, *, model=None):
     if isinstance(result, FitResult):
         params = result.params
     variables = variables_of(result)
+    if isinstance(result, Ensemble):
+        # The fixed parameters are attributes; the varying ones are variables.
+        params = jax.tree.map(lambda x: np.asarray(x)[0], result.params)
+        result = result.result
     lat = getattr(result, "lat", None)
+    if lat is not None and np.ndim(lat) == 2:
+        lat = np.asarray(lat)[0]
     if lat is None and getattr(result, "T", None) is not None:
         lat = np.asarray(result.T)[0]  # a branch's profiles: (point, lat)
     uses_lat = any("lat" in np.atleast_1d(spec[0]) for spec in variables.values())
@@ -410,11 +490,16 @@ def to_dataset(result, params: Params | None = None, *, model=None):
     if isinstance(result, Equilibrium) and model is not None and params is not None:
         variables.update(_diagnostics(result.T, params, model))
     attributes = _global_attributes(kind, params)
-    if hasattr(result, "result"):
+    if kind == "ensemble":
+        for name in variables:
+            if name.startswith("param_"):
+                for key in (name, f"{name}_units"):
+                    attributes.pop(key, None)
+    elif hasattr(result, "result"):
         attributes.update(_result_code(result.result))
     # Bounds are data variables: as coordinates xarray would write a global
     # `coordinates` attribute, which CF does not define.
-    coordinates = {"lat", "time", "lat_edge"}
+    coordinates = {"lat", "time", "lat_edge", "member"}
     dataset = xarray.Dataset(
         {k: v for k, v in variables.items() if k not in coordinates},
         coords={k: v for k, v in variables.items() if k in coordinates},

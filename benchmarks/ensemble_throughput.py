@@ -1,0 +1,188 @@
+"""Ensemble throughput: equilibria plus gradients per second, against members and
+devices.
+
+Each member is `ebm.equilibrium` (60 cells) and `jax.grad` of its global mean with
+respect to every parameter, by `ebm.ensemble(..., gradient="global_mean")`. The
+members sweep D over [0.3, 0.8] and S0 over [1300, 1420] W m-2 together. For each
+device count (1, 2, 4) and member count (1 to 10,000): the first call (compilation
+included), then the median of `--repeats` calls after it. On CPU the devices are
+forced host devices (`--xla_force_host_platform_device_count`), which share the
+machine's cores; on a GPU machine `--platform gpu` uses its devices instead. The
+baseline is a Python loop over members of one jitted equilibrium and gradient.
+
+Writes benchmarks/results/ensemble_throughput.json and .png.
+
+Run: python benchmarks/ensemble_throughput.py [--members 1 10 ...] [--devices 1 2 4]
+    [--block-size 256] [--repeats 3] [--platform cpu|gpu] [--output NAME]
+"""
+
+import argparse
+import json
+import os
+import pathlib
+import statistics
+import sys
+import time
+
+
+RESULTS = pathlib.Path(__file__).parent / "results"
+
+
+def parse() -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument(
+        "--members", type=int, nargs="+", default=[1, 10, 100, 1000, 10_000]
+    )
+    parser.add_argument("--devices", type=int, nargs="+", default=[1, 2, 4])
+    parser.add_argument("--block-size", type=int, default=256)
+    parser.add_argument(
+        "--block-sizes", type=int, nargs="*", default=[16, 64, 256, 1024]
+    )
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument(
+        "--loop-members", type=int, default=100, help="members of the loop baseline"
+    )
+    parser.add_argument("--platform", choices=("cpu", "gpu"), default="cpu")
+    parser.add_argument("--output", default="ensemble_throughput")
+    return parser.parse_args()
+
+
+def main() -> None:
+    arguments = parse()
+    if arguments.platform == "cpu":
+        count = max(arguments.devices)
+        os.environ["XLA_FLAGS"] = f"--xla_force_host_platform_device_count={count}"
+        os.environ["JAX_PLATFORMS"] = "cpu"
+    sys.path.insert(0, str(pathlib.Path(__file__).parent))
+    import jax
+    import numpy as np
+    from _machine import machine
+
+    import ebm
+
+    available = len(jax.devices())
+    devices = [d for d in arguments.devices if d <= available]
+
+    def members_of(count: int) -> ebm.Params:
+        return ebm.sweep(
+            D=np.linspace(0.3, 0.8, count), S0=np.linspace(1300.0, 1420.0, count)
+        )
+
+    def measure(count: int, device_count: int, block_size: int) -> dict:
+        members = members_of(count)
+        run = lambda: ebm.ensemble(  # noqa: E731
+            members,
+            gradient="global_mean",
+            devices=device_count,
+            block_size=block_size,
+            on_failure="ignore",
+        )
+        start = time.perf_counter()
+        first = run()
+        first_seconds = time.perf_counter() - start
+        times = []
+        for _ in range(arguments.repeats):
+            start = time.perf_counter()
+            run()
+            times.append(time.perf_counter() - start)
+        seconds = statistics.median(times)
+        return dict(
+            members=count,
+            devices=device_count,
+            block_size=block_size,
+            first_call_seconds=first_seconds,
+            median_seconds=seconds,
+            members_per_second=count / seconds,
+            failed=len(first.failures),
+            mean_global_mean=float(first.mean("global_mean")[0]),
+        )
+
+    # The baseline: one jitted equilibrium and gradient per member, in a Python loop.
+    single = jax.jit(
+        jax.value_and_grad(lambda p: ebm.equilibrium(p, near_fold=None).global_mean)
+    )
+    loop_members = members_of(arguments.loop_members)
+    each = [
+        jax.tree.map(lambda x: x[i], loop_members)
+        for i in range(arguments.loop_members)
+    ]
+    jax.block_until_ready(single(each[0]))
+    start = time.perf_counter()
+    for params in each:
+        jax.block_until_ready(single(params))
+    loop_seconds = time.perf_counter() - start
+    loop = dict(
+        members=arguments.loop_members,
+        seconds=loop_seconds,
+        members_per_second=arguments.loop_members / loop_seconds,
+    )
+    print(f"loop of single calls: {loop['members_per_second']:.1f} members/s")
+
+    rows = []
+    for device_count in devices:
+        for count in arguments.members:
+            row = measure(count, device_count, arguments.block_size)
+            rows.append(row)
+            print(
+                f"devices {device_count}  members {count:6d}  "
+                f"first {row['first_call_seconds']:7.2f} s  "
+                f"then {row['median_seconds']:8.3f} s  "
+                f"{row['members_per_second']:9.1f} members/s  "
+                f"failed {row['failed']}",
+                flush=True,
+            )
+    block_rows = []
+    largest = max(arguments.members)
+    block_members = min(largest, 4096)
+    for block_size in arguments.block_sizes:
+        row = measure(block_members, 1, block_size)
+        block_rows.append(row)
+        print(
+            f"block size {block_size:4d}  members {block_members}  "
+            f"{row['members_per_second']:9.1f} members/s",
+            flush=True,
+        )
+    RESULTS.mkdir(exist_ok=True)
+    path = RESULTS / f"{arguments.output}.json"
+    record = dict(
+        machine=machine(),
+        platform=arguments.platform,
+        device_count=available,
+        grid=60,
+        per_member="equilibrium + jax.grad of the global mean (15 parameters)",
+        rows=rows,
+        block_sizes=block_rows,
+        loop_of_single_calls=loop,
+    )
+    path.write_text(json.dumps(record, indent=2))
+    print(f"wrote {path}")
+    plot(rows, RESULTS / f"{arguments.output}.png", arguments.platform)
+
+
+def plot(rows: list[dict], path: pathlib.Path, platform: str) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    figure, axes = plt.subplots(figsize=(6.5, 4.5))
+    for device_count in sorted({row["devices"] for row in rows}):
+        mine = [row for row in rows if row["devices"] == device_count]
+        axes.loglog(
+            [row["members"] for row in mine],
+            [row["members_per_second"] for row in mine],
+            marker="o",
+            label=f"{device_count} device{'s' if device_count > 1 else ''}",
+        )
+    axes.set_xlabel("members")
+    axes.set_ylabel("equilibria + gradients per second")
+    axes.set_title(f"ebm.ensemble throughput ({platform}, 60 cells)")
+    axes.grid(True, which="both", alpha=0.3)
+    axes.legend()
+    figure.tight_layout()
+    figure.savefig(path, dpi=120)
+    print(f"wrote {path}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,555 @@
+r"""Ensembles: one computation for a batch of parameters, spread over devices.
+
+`ebm.ensemble(members, "equilibrium", gradient="global_mean")` runs an entry point
+(`equilibrium`, `integrate`, `integrate_fixed`, `periodic_equilibrium`, or any
+function of `Params`) for every member of a batch of parameters, with `jax.vmap`,
+on every device of a `jax.sharding.Mesh`, and optionally the gradient of one scalar
+output with respect to every parameter of every member.
+
+How the work is laid out:
+
+- The members are padded and placed on the mesh with
+    `NamedSharding(mesh, PartitionSpec("member"))`: device `d` holds a contiguous
+    shard. After `jax.distributed.initialize()`, `jax.devices()` (the default mesh)
+    spans every host, and each process computes only its own devices' shards.
+- Each device computes its shard in blocks of `block_size` members: one `jit` of
+    `vmap` of the member function, the same program on every device, dispatched
+    to each device asynchronously. No device waits for another's members (there
+    is no collective inside the solves). The outputs are assembled into global
+    arrays with the same `NamedSharding` and gathered to every process.
+- Every member sits at the same position of a block of the same size whatever the
+    number of devices, so results are bit for bit the same on one device or many
+    (tested): XLA's rounding can depend on the shape of a vectorised operation, and
+    on whether a program was partitioned, so neither a `vmap` of a different size
+    nor a partitioned `jit` would give this.
+
+Failures. Every entry point runs with `throw=False`: a member that does not
+converge returns its failure code instead of stopping the others. A member fails
+when its `result` is not successful or any of its outputs (or its gradient) is not
+finite. Failed members' floating-point outputs are set to NaN, so that a reduction
+over all members cannot quietly include an unconverged value; `Ensemble.ok`,
+`.failures` (member -> reason) and the reductions `Ensemble.mean`/`std`/`quantile`
+(over the members that succeeded, with their count) say which and why, and
+`on_failure` chooses between a warning (default), an error, or silence.
+"""
+
+import dataclasses
+import itertools
+import math
+import warnings
+from collections.abc import Callable
+
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jax.sharding import Mesh, NamedSharding, PartitionSpec
+from jaxtyping import Array, Bool, PyTree
+
+from ._params import Params
+from ._results import RESULTS
+
+
+ON_FAILURE = ("warn", "raise", "ignore")
+
+
+class EnsembleFailureWarning(RuntimeWarning):
+    """Some members of an ensemble failed; see `Ensemble.failures`."""
+
+
+def sweep(params: Params | None = None, *, product: bool = False, **values) -> Params:
+    """A batch of parameters: `params` with some fields varying across members.
+
+    **Arguments:**
+
+    - `params`: the fields that do not vary (default `ebm.Params()`).
+    - `product`: if `False` (default), the arrays in `values` have one length, and
+        member `i` takes the `i`-th entry of each; if `True`, every combination
+        (the first name varies slowest).
+    - `values`: field name -> 1-d array of values.
+
+    **Returns:**
+
+    An `ebm.Params` whose every field has shape `(members,)`, validated like any
+    `Params`.
+
+    **Raises:**
+
+    - `ValueError`: for an unknown field, an array that is not 1-d or is empty,
+        arrays of different lengths (without `product`), or an invalid value.
+    """
+    base = Params() if params is None else params
+    names = Params.field_names()
+    arrays = {}
+    for name, value in values.items():
+        if name not in names:
+            raise ValueError(
+                f"`{name}` is not a parameter; the parameters are {names}."
+            )
+        array = np.asarray(value, dtype=float)
+        if array.ndim != 1 or array.size == 0:
+            raise ValueError(
+                f"`{name}` must be a non-empty 1-d array of values, got shape "
+                f"{array.shape}."
+            )
+        arrays[name] = array
+    if not arrays:
+        raise ValueError("Give at least one field to vary, e.g. sweep(D=[0.3, 0.5]).")
+    if product:
+        grids = np.meshgrid(*arrays.values(), indexing="ij")
+        arrays = {name: grid.ravel() for name, grid in zip(arrays, grids)}
+    lengths = {name: array.size for name, array in arrays.items()}
+    if len(set(lengths.values())) != 1:
+        raise ValueError(
+            f"The arrays must have one length (or pass product=True), got {lengths}."
+        )
+    (count,) = set(lengths.values())
+    fields = {
+        name: arrays.get(name, np.broadcast_to(np.asarray(getattr(base, name)), count))
+        for name in names
+    }
+    return Params(**fields)
+
+
+def _num_members(params: Params) -> int:
+    shapes = {name: np.shape(getattr(params, name)) for name in Params.field_names()}
+    batched = {shape for shape in shapes.values() if shape != ()}
+    if len(batched) != 1 or len(next(iter(batched))) != 1:
+        raise ValueError(
+            "`members` must be an ebm.Params whose fields are scalars or 1-d arrays "
+            f"of one length (see ebm.sweep), got shapes {shapes}."
+        )
+    return next(iter(batched))[0]
+
+
+def _stack(members) -> Params:
+    """`members` as one `Params` with every field of shape `(members,)`."""
+    if isinstance(members, Params):
+        count = _num_members(members)
+        return jax.tree.map(lambda x: np.broadcast_to(np.asarray(x), (count,)), members)
+    members = list(members)
+    if not members or not all(isinstance(p, Params) for p in members):
+        raise ValueError(
+            "`members` must be a batched ebm.Params (see ebm.sweep) or a non-empty "
+            "sequence of ebm.Params."
+        )
+    return jax.tree.map(lambda *xs: np.stack([np.asarray(x) for x in xs]), *members)
+
+
+def _task_function(task) -> Callable:
+    from ._equilibrium import equilibrium
+    from ._integrate import integrate, integrate_fixed
+    from ._seasonal import periodic_equilibrium
+
+    tasks = {
+        "equilibrium": equilibrium,
+        "integrate": integrate,
+        "integrate_fixed": integrate_fixed,
+        "periodic_equilibrium": periodic_equilibrium,
+    }
+    if callable(task):
+        return task
+    if isinstance(task, str) and task in tasks:
+        return tasks[task]
+    raise ValueError(
+        f"`task` must be one of {tuple(tasks)} or a function of ebm.Params, "
+        f"got {task!r}."
+    )
+
+
+class _Member(eqx.Module):
+    """One member's computation: the task, and the gradient of one output."""
+
+    task: Callable = eqx.field(static=True)
+    kwargs: dict
+    output: str | Callable | None = eqx.field(static=True)
+    differentiate: bool = eqx.field(static=True)
+
+    def scalar(self, result):
+        if callable(self.output):
+            return self.output(result)
+        return getattr(result, self.output)
+
+    def __call__(self, params: Params):
+        run = lambda p: self.task(p, **self.kwargs)  # noqa: E731
+        if not self.differentiate:
+            return run(params), None
+        value = lambda p: (self.scalar(result := run(p)), result)  # noqa: E731
+        (_, result), gradient = jax.value_and_grad(value, has_aux=True)(params)
+        return result, gradient
+
+
+@eqx.filter_jit
+def _block(member: _Member, params: Params):
+    return jax.vmap(member)(params)
+
+
+class Ensemble(eqx.Module):
+    """The results of `ebm.ensemble`, each with a leading `member` axis.
+
+    **Attributes:**
+
+    - `params`: the members' parameters (`ebm.Params`, every field `(member,)`).
+    - `result`: the batched result of the task (e.g. an `ebm.Equilibrium` whose `T`
+        has shape `(member, lat)`). Floating-point outputs of failed members are NaN.
+    - `gradient`: an `ebm.Params` of d `output` / d parameter per member (`None`
+        without `gradient=`); NaN for failed members.
+    - `output`: the name of the differentiated output (`None` without `gradient=`,
+        `"output"` for a function).
+    - `ok`: whether each member succeeded (converged, finite outputs and gradient).
+    - `failure_reasons`: (member, why it failed) pairs; `failures` is the same as
+        a dict.
+    - `varying`: the parameter fields that differ between members.
+    """
+
+    params: Params
+    result: PyTree
+    gradient: Params | None
+    output: str | None = eqx.field(static=True)
+    ok: Bool[Array, " member"]
+    failure_reasons: tuple[tuple[int, str], ...] = eqx.field(static=True)
+    varying: tuple[str, ...] = eqx.field(static=True)
+
+    @property
+    def failures(self) -> dict[int, str]:
+        """Member index -> why it failed, for the failed members."""
+        return dict(self.failure_reasons)
+
+    @property
+    def num_members(self) -> int:
+        return int(self.ok.shape[0])
+
+    def _values(self, name: str) -> np.ndarray:
+        if name.startswith("d_") and self.gradient is not None:
+            parameter = name.rsplit("_d_", 1)[-1]
+            if parameter in Params.field_names():
+                return np.asarray(getattr(self.gradient, parameter))
+        if not hasattr(self.result, name):
+            raise ValueError(f"The ensemble's result has no field `{name}`.")
+        return np.asarray(getattr(self.result, name))
+
+    def _succeeded(self, name: str) -> np.ndarray:
+        values = self._values(name)[np.asarray(self.ok)]
+        if values.shape[0] == 0:
+            raise ValueError(
+                f"No member succeeded, so `{name}` has no statistics: "
+                f"{len(self.failures)} failures (see Ensemble.failures)."
+            )
+        return values
+
+    def mean(self, name: str) -> tuple[np.ndarray, int]:
+        """Mean over the members that succeeded of a result field (e.g. `"T"`, or
+        `"d_global_mean_d_D"` for a gradient), and how many members that is."""
+        values = self._succeeded(name)
+        return values.mean(axis=0), int(values.shape[0])
+
+    def std(self, name: str) -> tuple[np.ndarray, int]:
+        """Standard deviation over the members that succeeded, and their count."""
+        values = self._succeeded(name)
+        return values.std(axis=0), int(values.shape[0])
+
+    def quantile(self, name: str, q) -> tuple[np.ndarray, int]:
+        """Quantiles `q` over the members that succeeded, and their count."""
+        values = self._succeeded(name)
+        return np.quantile(values, q, axis=0), int(values.shape[0])
+
+
+def _mesh(devices, mesh: Mesh | None) -> Mesh:
+    if mesh is not None:
+        if devices is not None:
+            raise ValueError("Pass `devices` or `mesh`, not both.")
+        if mesh.axis_names != ("member",):
+            raise ValueError(
+                "`mesh` must be one-dimensional with the axis name 'member', got "
+                f"axes {mesh.axis_names}."
+            )
+        return mesh
+    if devices is None:
+        devices = jax.devices()
+    elif isinstance(devices, int):
+        available = jax.devices()
+        if not 1 <= devices <= len(available):
+            raise ValueError(
+                f"`devices` must be between 1 and the {len(available)} devices "
+                f"available, got {devices}."
+            )
+        devices = available[:devices]
+    return Mesh(np.array(list(devices)), ("member",))
+
+
+def _names(names: list[str], shown: int = 3) -> str:
+    more = f" and {len(names) - shown} more" if len(names) > shown else ""
+    return ", ".join(names[:shown]) + more
+
+
+def _reasons(result, gradient, count: int) -> dict[int, str]:
+    """Why each member failed: its result code, and which outputs are not finite."""
+    codes: dict[int, str] = {}
+    code = getattr(result, "result", None)
+    if isinstance(code, RESULTS):
+        values = np.asarray(code._value).reshape(count)
+        for member in np.flatnonzero(values != RESULTS.successful._value):
+            codes[int(member)] = RESULTS._index_to_message[int(values[member])]
+    nonfinite: dict[tuple[int, str], list[str]] = {}
+    for kind, tree in (("outputs", result), ("gradient", gradient)):
+        for path, leaf in jax.tree_util.tree_flatten_with_path(tree)[0]:
+            leaf = np.asarray(leaf)
+            if not np.issubdtype(leaf.dtype, np.floating):
+                continue
+            finite = np.isfinite(leaf.reshape(count, -1)).all(axis=1)
+            name = jax.tree_util.keystr(path).lstrip(".")
+            for member in np.flatnonzero(~finite):
+                nonfinite.setdefault((int(member), kind), []).append(name)
+    reasons: dict[int, list[str]] = {m: [message] for m, message in codes.items()}
+    for (member, kind), names in nonfinite.items():
+        reasons.setdefault(member, []).append(f"non-finite {kind}: {_names(names)}")
+    return {member: " | ".join(parts) for member, parts in sorted(reasons.items())}
+
+
+def _mask(tree, ok: np.ndarray):
+    """Floating-point leaves with NaN for the members that failed."""
+
+    def mask(leaf):
+        leaf = np.asarray(leaf)
+        if not np.issubdtype(leaf.dtype, np.floating):
+            return jnp.asarray(leaf)
+        where = ok.reshape((-1,) + (1,) * (leaf.ndim - 1))
+        return jnp.asarray(np.where(where, leaf, np.nan))
+
+    return jax.tree.map(mask, tree)
+
+
+def _gather(array: jax.Array) -> np.ndarray:
+    """A global array as numpy on this process (gathered from every host)."""
+    if array.is_fully_addressable:
+        return np.asarray(array)
+    from jax.experimental import multihost_utils
+
+    return np.asarray(multihost_utils.process_allgather(array, tiled=True))
+
+
+_RUNTIME_ERRORS = (eqx.EquinoxRuntimeError, jax.errors.JaxRuntimeError)
+
+
+def _run_block(member: _Member, block: Params):
+    """One block, dispatched (asynchronously); retried if its gradient raised."""
+    try:
+        return _block(member, block)
+    except _RUNTIME_ERRORS:
+        if not member.differentiate:
+            raise
+        return _retry_block(member, block)
+
+
+def _run_shard(member: _Member, shard: Params, block_size: int, live: int):
+    """One device's shard, in blocks: `live` members are real, the rest padding.
+    Blocks of padding alone are not computed (`None`)."""
+    starts = range(0, _num_members(shard), block_size)
+    blocks = [jax.tree.map(lambda x: x[s : s + block_size], shard) for s in starts]
+    outputs = [
+        _run_block(member, block) if start < live else None
+        for start, block in zip(starts, blocks)
+    ]
+    return blocks, outputs
+
+
+def _retry_block(member: _Member, block: Params) -> PyTree:
+    """A block whose gradient raised: recompute it with the failed members swapped for
+    one that converged, so that one member's failure cannot stop the others."""
+    values_only = dataclasses.replace(member, differentiate=False)
+    result, _ = _block(values_only, block)
+    count = _num_members(block)
+    ok = np.ones(count, bool)
+    for failed in _reasons(result, None, count):
+        ok[failed] = False
+    shapes = eqx.filter_eval_shape(_block, member, block)[1]
+    nan_gradient = jax.tree.map(lambda s: jnp.full(s.shape, np.nan, s.dtype), shapes)
+    if not ok.any():
+        return result, nan_gradient
+    first = int(np.flatnonzero(ok)[0])
+    safe = jax.tree.map(lambda x: jnp.where(ok, x, x[first]), block)
+    safe_result, gradient = _block(member, safe)
+    gradient = jax.tree.map(
+        lambda g, nan: jnp.where(ok.reshape((-1,) + (1,) * (g.ndim - 1)), g, nan),
+        gradient,
+        nan_gradient,
+    )
+    # Members that converged are unchanged by their neighbours: keep their values.
+    result = jax.tree.map(
+        lambda a, b: jnp.where(ok.reshape((-1,) + (1,) * (a.ndim - 1)), a, b),
+        safe_result,
+        result,
+    )
+    return result, gradient
+
+
+def ensemble(
+    members,
+    task="equilibrium",
+    *,
+    gradient: str | Callable | None = None,
+    devices=None,
+    mesh: Mesh | None = None,
+    block_size: int = 256,
+    on_failure: str = "warn",
+    **kwargs,
+) -> Ensemble:
+    """Run `task` for every member of a batch of parameters, on every device.
+
+    **Arguments:**
+
+    - `members`: an `ebm.Params` whose fields are scalars (shared) or 1-d arrays of
+        one length (see `ebm.sweep`), or a sequence of `ebm.Params`.
+    - `task`: `"equilibrium"` (default), `"integrate"`, `"integrate_fixed"`,
+        `"periodic_equilibrium"`, or a function `params -> result` (an equinox
+        Module or pytree of arrays) built from them (pass `throw=False` to ebm's
+        entry points inside it, or one failure raises for the whole block).
+    - `gradient`: the name of a scalar output of the result (e.g. `"global_mean"`,
+        `"ice_edge"`), or a function `result -> scalar`: its gradient with
+        respect to every parameter of every member, by the task's own method
+        (implicit for equilibria, the chosen adjoint for integrations).
+    - `devices`: the devices to use: a number (the first that many of
+        `jax.devices()`) or a sequence of devices (default: all of `jax.devices()`,
+        which spans every host after `jax.distributed.initialize()`).
+    - `mesh`: a one-dimensional `jax.sharding.Mesh` with the axis `"member"`,
+        instead of `devices`.
+    - `block_size`: members per compiled call (default 256, or all of them when
+        fewer; memory grows with it: lower it for fine grids).
+        Results are bit for bit the same for any number of devices at one
+        `block_size`.
+    - `on_failure`: `"warn"` (default: an `ebm.EnsembleFailureWarning` naming the
+        failed members and why), `"raise"` (a `RuntimeError` with the same text) or
+        `"ignore"`.
+    - `kwargs`: passed to the task (e.g. `grid=`, `model=`, `years=`, `adjoint=`,
+        `start=`). `throw` is always `False`: failures are reported per member.
+
+    **Returns:**
+
+    An `ebm.Ensemble`; `ebm.to_dataset` makes it an xarray Dataset with a
+    `member` dimension.
+
+    **Raises:**
+
+    - `ValueError`: for bad `members`, `task`, `devices`, `mesh`, `block_size`,
+        `on_failure`, or `throw=True`.
+    - `RuntimeError`: with `on_failure="raise"`, when any member failed.
+    """
+    from ._integrate import check_count
+
+    if on_failure not in ON_FAILURE:
+        raise ValueError(
+            f"`on_failure` must be one of {ON_FAILURE}, got {on_failure!r}."
+        )
+    check_count("block_size", block_size, 1)
+    if kwargs.get("throw", False):
+        raise ValueError(
+            "`throw` must be False in an ensemble: a failed member is reported "
+            "(see `on_failure`) instead of stopping the others."
+        )
+    function = _task_function(task)
+    if not callable(task):
+        kwargs = {**kwargs, "throw": False}
+    if task == "equilibrium":
+        kwargs.setdefault("near_fold", None)  # inside vmap it could not warn anyway
+    params = _stack(members)
+    count = _num_members(params)
+    mesh = _mesh(devices, mesh)
+    member = _Member(function, kwargs, gradient, gradient is not None)
+
+    # Every device gets the same number of whole blocks; the padding repeats member
+    # 0 (valid parameters) and blocks of padding alone are not computed.
+    num_devices = mesh.devices.size
+    block_size = min(block_size, count)  # a property of the batch, not the devices
+    blocks_per_device = math.ceil(math.ceil(count / block_size) / num_devices)
+    shard_size = blocks_per_device * block_size
+    padded = jax.tree.map(
+        lambda x: np.concatenate(
+            [x, np.repeat(x[:1], shard_size * num_devices - count)]
+        ),
+        params,
+    )
+    sharding = NamedSharding(mesh, PartitionSpec("member"))
+    placed = jax.tree.map(
+        lambda x: jax.make_array_from_callback(x.shape, sharding, lambda i: x[i]),
+        padded,
+    )
+    leaves, treedef = jax.tree.flatten(placed)
+    per_device = {}
+    for position, device in enumerate(mesh.devices.flat):
+        if device.process_index != jax.process_index():
+            continue
+        shard = treedef.unflatten(
+            [
+                next(s.data for s in leaf.addressable_shards if s.device == device)
+                for leaf in leaves
+            ]
+        )
+        live = count - position * shard_size
+        per_device[device] = _run_shard(member, shard, block_size, live)
+
+    outputs = {}
+    template = None  # a computed block, whose shapes stand in for padding
+    for device, (blocks, dispatched) in per_device.items():
+        finished = []
+        for block, output in zip(blocks, dispatched):
+            if output is None:
+                if template is None:  # this process has padding alone
+                    template = eqx.filter_eval_shape(_block, member, block)
+                zeros = lambda x: jnp.zeros(x.shape, x.dtype, device=device)  # noqa: E731
+                finished.append(jax.tree.map(zeros, template))
+                continue
+            try:
+                finished.append(jax.block_until_ready(output))
+            except _RUNTIME_ERRORS:
+                if not member.differentiate:
+                    raise
+                finished.append(_retry_block(member, block))
+            template = finished[-1]
+        outputs[device] = jax.tree.map(lambda *xs: jnp.concatenate(xs), *finished)
+
+    local = next(iter(outputs.values()))
+    flat_outputs = [jax.tree.leaves(outputs[d]) for d in outputs]
+    gathered = []
+    for index, leaf in enumerate(jax.tree.leaves(local)):
+        shape = (shard_size * num_devices,) + leaf.shape[1:]
+        array = jax.make_array_from_single_device_arrays(
+            shape, sharding, [flat[index] for flat in flat_outputs]
+        )
+        gathered.append(_gather(array)[:count])
+    result, grads = jax.tree.unflatten(jax.tree.structure(local), gathered)
+
+    failures = _reasons(result, grads, count)
+    ok = np.ones(count, bool)
+    ok[list(failures)] = False
+    varying = tuple(
+        name
+        for name in Params.field_names()
+        if np.ptp(np.asarray(getattr(params, name))) > 0
+    )
+    ensemble = Ensemble(
+        params=jax.tree.map(jnp.asarray, params),
+        result=_mask(result, ok),
+        gradient=None if grads is None else _mask(grads, ok),
+        output=None
+        if gradient is None
+        else (gradient if isinstance(gradient, str) else "output"),
+        ok=jnp.asarray(ok),
+        failure_reasons=tuple(failures.items()),
+        varying=varying,
+    )
+    if failures and on_failure != "ignore":
+        message = _failure_message(failures, count)
+        if on_failure == "raise":
+            raise RuntimeError(message)
+        warnings.warn(message, EnsembleFailureWarning, stacklevel=2)
+    return ensemble
+
+
+def _failure_message(failures: dict[int, str], count: int, shown: int = 10) -> str:
+    lines = [f"ebm.ensemble: {len(failures)} of {count} members failed:"]
+    for member, reason in itertools.islice(failures.items(), shown):
+        lines.append(f"  member {member}: {reason}")
+    if len(failures) > shown:
+        lines.append(f"  ... and {len(failures) - shown} more (see Ensemble.failures)")
+    lines.append("Their outputs are NaN; Ensemble.mean/std/quantile skip them.")
+    return "\n".join(lines)

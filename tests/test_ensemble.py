@@ -1,0 +1,226 @@
+"""Ensembles: batched, sharded, multi-host runs, and per-member failures."""
+
+import pathlib
+import socket
+import subprocess
+import sys
+import warnings
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import ebm
+from helpers import assert_gradient_matches_fd
+
+
+ROOT = pathlib.Path(__file__).parents[1]
+WORKER = ROOT / "tests" / "ensemble_worker.py"
+
+
+def _worker(output, *args, **kwargs):
+    return subprocess.Popen(
+        [sys.executable, str(WORKER), str(output), *args],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        **kwargs,
+    )
+
+
+def _finish(process):
+    stdout, stderr = process.communicate(timeout=600)
+    assert process.returncode == 0, stderr[-3000:]
+
+
+def _runs(saved, devices):
+    prefix = f"{devices}/"
+    return {k[len(prefix) :]: saved[k] for k in saved.files if k.startswith(prefix)}
+
+
+def test_sharded_and_multihost_equal_unsharded_exactly(tmp_path):
+    """4 forced host devices in one process, and 2 processes x 2 devices joined by
+    jax.distributed, give the one-device results bit for bit (values, gradients,
+    failure flags, NaNs in the same places)."""
+    with socket.socket() as probe:  # a free port for the coordinator
+        probe.bind(("localhost", 0))
+        port = probe.getsockname()[1]
+    single = _worker(
+        tmp_path / "single.npz", "--host-devices", "4", "--devices", "1", "4"
+    )
+    hosts = [
+        _worker(
+            tmp_path / "hosts.npz",
+            "--host-devices", "2", "--devices", "4",
+            "--coordinator", f"localhost:{port}",
+            "--num-processes", "2", "--process-id", str(process),
+        )
+        for process in (0, 1)
+    ]  # fmt: skip
+    for process in (single, *hosts):
+        _finish(process)
+    saved = np.load(tmp_path / "single.npz")
+    distributed = np.load(tmp_path / "hosts.npz")
+    assert int(saved["device_count"]) == 4 and int(saved["process_count"]) == 1
+    assert int(distributed["device_count"]) == 4
+    assert int(distributed["process_count"]) == 2
+    unsharded, sharded, multihost = (
+        _runs(saved, 1), _runs(saved, 4), _runs(distributed, 4)
+    )  # fmt: skip
+    assert unsharded.keys() == sharded.keys() == multihost.keys()
+    assert len(unsharded) > 30
+    for key, value in unsharded.items():
+        np.testing.assert_array_equal(sharded[key], value, err_msg=key)
+        np.testing.assert_array_equal(multihost[key], value, err_msg=key)
+    # The runs are not trivial: one member failed, the others converged.
+    assert unsharded["equilibrium/ok"].tolist() == [False] + [True] * 9
+    assert unsharded["integrate_fixed/ok"].all()
+    assert np.isnan(unsharded["equilibrium[0].global_mean"][0])
+    assert np.isfinite(unsharded["equilibrium[1].D"][1:]).all()
+
+
+def test_ensemble_matches_single_runs_and_finite_differences():
+    members = ebm.sweep(D=[0.3, 0.555, 0.9], A=[205.0, 210.0, 215.0])
+    run = ebm.ensemble(members, gradient="global_mean", block_size=2)
+    assert run.ok.all() and run.failures == {}
+    assert run.varying == ("A", "D")
+    for i in range(3):
+        params = jax.tree.map(lambda x: x[i], members)
+        state = ebm.equilibrium(params)
+        np.testing.assert_allclose(run.result.T[i], state.T, rtol=0, atol=1e-10)
+        gradient = jax.tree.map(lambda x: x[i], run.gradient)
+        assert_gradient_matches_fd(
+            lambda p: ebm.equilibrium(p).global_mean,
+            params,
+            gradient,
+            ("A", "B", "D", "S0", "a0"),
+            atol=1e-7,  # d/dD is 3e-4 in the ice-free member
+        )
+    mean, count = run.mean("global_mean")
+    assert count == 3
+    np.testing.assert_allclose(mean, np.mean(run.result.global_mean))
+
+
+def test_ensemble_of_integrations_matches_single_runs_and_finite_differences():
+    members = ebm.sweep(water_depth=[5.0, 20.0])
+    run = ebm.ensemble(
+        members, "integrate", gradient="global_mean", years=1.0, adjoint="recursive"
+    )
+    assert run.ok.all()
+
+    def fn(params):
+        return ebm.integrate(params, years=1.0).global_mean
+
+    first = jax.tree.map(lambda x: x[0], members)
+    gradient = jax.tree.map(lambda x: x[0], run.gradient)
+    assert_gradient_matches_fd(fn, first, gradient, ("D", "water_depth"), rtol=1e-5)
+    second = jax.tree.map(lambda x: x[1], members)
+    single = jax.grad(fn)(second)
+    for name in ebm.Params.field_names():
+        np.testing.assert_allclose(
+            getattr(run.gradient, name)[1], getattr(single, name), rtol=1e-9, atol=1e-12
+        )
+
+
+def test_failed_member_is_reported_and_does_not_touch_the_others():
+    kwargs = dict(gradient="global_mean", block_size=4, max_steps=30)
+    # The reference has the failing member swapped for one that converges, so that
+    # every member has the same place in a block of the same size.
+    good = ebm.sweep(S0=[1365.0, 1365.0, 1300.0, 1600.0])
+    with_failure = ebm.sweep(S0=[1365.0, 1250.0, 1300.0, 1600.0])
+    with pytest.warns(ebm.EnsembleFailureWarning, match="member 1: The maximum"):
+        run = ebm.ensemble(with_failure, **kwargs)
+    assert run.ok.tolist() == [True, False, True, True]
+    assert list(run.failures) == [1]
+    assert "maximum number of steps" in run.failures[1]
+    # NaN where it failed, so no reduction over all members can include it quietly.
+    assert np.isnan(run.result.global_mean[1]) and np.isnan(run.gradient.D[1])
+    assert np.isnan(np.mean(run.result.global_mean))
+    reference = ebm.ensemble(good, **kwargs)
+    kept = np.array([0, 2, 3])
+    np.testing.assert_array_equal(run.result.T[kept], reference.result.T[kept])
+    np.testing.assert_array_equal(run.gradient.S0[kept], reference.gradient.S0[kept])
+    mean, count = run.mean("d_global_mean_d_S0")
+    assert count == 3
+    np.testing.assert_allclose(mean, np.mean(reference.gradient.S0[kept]))
+    with pytest.raises(RuntimeError, match="1 of 4 members failed"):
+        ebm.ensemble(with_failure, on_failure="raise", **kwargs)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        ebm.ensemble(with_failure, on_failure="ignore", **kwargs)
+
+
+def test_a_gradient_that_raises_is_retried_without_the_failed_member():
+    """A member whose state is NaN makes the implicit linear solve raise for its
+    whole block; the block is recomputed with that member swapped out."""
+    grid = ebm.Grid()
+    present = ebm.present_day_profile(grid)
+
+    def task(params):
+        start = jnp.where(params.D > 0.7, jnp.nan, present)
+        return ebm.equilibrium(params, start=start, throw=False, near_fold=None)
+
+    members = ebm.sweep(D=[0.4, 0.8, 0.5])
+    with pytest.warns(ebm.EnsembleFailureWarning, match="member 1"):
+        run = ebm.ensemble(members, task, gradient="global_mean", block_size=3)
+    assert run.ok.tolist() == [True, False, True]
+    # The same program without the failure (member 1 swapped for member 0).
+    reference = ebm.ensemble(
+        ebm.sweep(D=[0.4, 0.4, 0.5]), task, gradient="global_mean", block_size=3
+    )
+    kept = np.array([0, 2])
+    np.testing.assert_array_equal(run.result.T[kept], reference.result.T[kept])
+    np.testing.assert_array_equal(run.gradient.D[kept], reference.gradient.D[kept])
+    assert np.isnan(run.gradient.D[1])
+
+
+def test_ensemble_dataset_round_trip(tmp_path):
+    members = ebm.sweep(S0=[1365.0, 1250.0, 1400.0])
+    with pytest.warns(ebm.EnsembleFailureWarning):
+        run = ebm.ensemble(members, gradient="ice_edge", max_steps=30)
+    dataset = ebm.to_dataset(run)
+    assert dataset["T"].dims == ("member", "lat")
+    assert dataset["param_S0"].attrs["units"] == "W m-2"
+    assert "param_S0" not in dataset.attrs and dataset.attrs["param_D"] == 0.555
+    assert dataset["d_ice_edge_d_D"].attrs["units"] == "(degrees_north) (W m-2 K-1)-1"
+    assert dataset["ok"].values.tolist() == [True, False, True]
+    assert "maximum number of steps" in str(dataset["failure"].values[1])
+    assert dataset["failure"].values[0] == ""
+    # xarray's reductions skip the failed member's NaN.
+    np.testing.assert_allclose(
+        float(dataset["global_mean"].mean("member")), run.mean("global_mean")[0]
+    )
+    path = ebm.save(run, tmp_path / "ensemble.nc")
+    loaded = ebm.load(path)
+    for name in ("T", "global_mean", "d_ice_edge_d_S0", "param_S0"):
+        np.testing.assert_array_equal(loaded[name].values, dataset[name].values)
+    assert loaded["failure"].values.tolist() == dataset["failure"].values.tolist()
+
+
+def test_sweep_and_ensemble_check_their_input():
+    product = ebm.sweep(D=[0.3, 0.5], S0=[1300.0, 1350.0, 1400.0], product=True)
+    assert product.D.tolist() == [0.3] * 3 + [0.5] * 3
+    assert product.S0.tolist() == [1300.0, 1350.0, 1400.0] * 2
+    assert product.A.shape == (6,)
+    with pytest.raises(ValueError, match="`Dx` is not a parameter"):
+        ebm.sweep(Dx=[1.0])
+    with pytest.raises(ValueError, match="one length"):
+        ebm.sweep(D=[0.3, 0.5], S0=[1300.0])
+    with pytest.raises(ValueError, match="`D` must be >= 0"):
+        ebm.sweep(D=[0.3, -0.5])
+    with pytest.raises(ValueError, match="non-empty 1-d"):
+        ebm.sweep(D=[[0.3]])
+    members = ebm.sweep(D=[0.3, 0.5])
+    with pytest.raises(ValueError, match="`devices` must be between 1 and"):
+        ebm.ensemble(members, devices=0)
+    with pytest.raises(ValueError, match="`on_failure` must be one of"):
+        ebm.ensemble(members, on_failure="skip")
+    with pytest.raises(ValueError, match="`throw` must be False"):
+        ebm.ensemble(members, throw=True)
+    with pytest.raises(ValueError, match="`block_size` must be an integer >= 1"):
+        ebm.ensemble(members, block_size=0)
+    with pytest.raises(ValueError, match="`task` must be one of"):
+        ebm.ensemble(members, "spinup")
+    with pytest.raises(ValueError, match="scalars or 1-d arrays of one length"):
+        ebm.ensemble(ebm.Params())
