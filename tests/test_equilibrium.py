@@ -1,6 +1,7 @@
 import equinox as eqx
 import jax
 import jax.numpy as jnp
+import lineax as lx
 import numpy as np
 import pytest
 
@@ -163,3 +164,39 @@ def test_under_vmap():
     for s, edge in zip(S0, states.ice_edge):
         single = ebm.equilibrium(ebm.Params(S0=s))
         assert float(edge) == pytest.approx(float(single.ice_edge), abs=1e-9)
+
+
+class _GlobalFeedbackLongwave(ebm.AbstractLongwave):
+    """OLR with a term in the global mean: a dense, rank-one part of the Jacobian."""
+
+    def __call__(self, T, params, grid):
+        return params.A + params.B * T + 0.5 * grid.global_mean(T)
+
+
+def test_non_local_term_gradient_runs_gmres_and_matches_finite_differences(params):
+    """The tridiagonal preconditioner is inexact for a non-local term, so the implicit
+    solve runs GMRES (the default model skips it); the gradient is still exact."""
+    model = ebm.EnergyBalanceModel(longwave=_GlobalFeedbackLongwave())
+
+    def global_mean(p):
+        return ebm.equilibrium(p, model=model).global_mean
+
+    gradient = jax.grad(global_mean)(params)
+    assert_gradient_matches_fd(global_mean, params, gradient, ("A", "B", "D", "S0"))
+    # The global feedback damps the response: less warming per unit of forcing.
+    local = jax.grad(lambda p: ebm.equilibrium(p).global_mean)(params)
+    assert 0 < float(gradient.forcing) < float(local.forcing)
+    # GMRES did run: the solver reports its iterations.
+    solver = ebm.TridiagonalPreconditionedGMRES()
+    T = ebm.equilibrium(params, model=model).T
+    operator = lx.JacobianLinearOperator(
+        lambda x, _: model.energy_budget(x, params), T, None
+    )
+    state = solver.init(operator, {})
+    _, result, stats = solver.compute(state, jnp.ones_like(T), {})
+    assert result == lx.RESULTS.successful and int(stats["num_steps"]) > 0
+    default = lx.JacobianLinearOperator(
+        lambda x, _: ebm.EnergyBalanceModel().energy_budget(x, params), T, None
+    )
+    _, _, stats = solver.compute(solver.init(default, {}), jnp.ones_like(T), {})
+    assert int(stats["num_steps"]) == 0

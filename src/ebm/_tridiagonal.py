@@ -174,9 +174,10 @@ class TridiagonalPreconditionedGMRES(lx.AbstractLinearSolver[_KrylovState]):
     Matrix-free: `init` probes the operator's tridiagonal part with three products;
     `compute` runs `lineax.GMRES` on the left-preconditioned system
     `P^{-1} A x = P^{-1} b`, with `b` scaled to unit max-norm, so that the tolerances
-    are relative and measured in the units of the solution. For the default model
-    `P = A` and GMRES converges in one iteration; for a non-local user term it takes
-    a few more. Memory and cost are O(n) per iteration.
+    are relative and measured in the units of the solution. When `P^{-1} b` already
+    meets the tolerances (the default model, where `P = A`), GMRES is skipped; for a
+    non-local user term it takes a few iterations. Memory and cost are O(n) per
+    iteration.
 
     Works on operators whose input and output are single one-dimensional arrays of
     the same size (the temperature profile).
