@@ -6,6 +6,8 @@ import subprocess
 import sys
 import warnings
 
+import diffrax
+import equinox as eqx
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -175,6 +177,35 @@ def test_a_gradient_that_raises_is_retried_without_the_failed_member():
     assert np.isnan(run.gradient.D[1])
 
 
+def test_a_gradient_that_raises_again_fails_its_block_only():
+    """When the gradient raises for members whose values converged, the retry cannot
+    help: that block's members fail, with the error's message, and no other."""
+
+    @jax.custom_vjp
+    def checked(x, warm):
+        return x
+
+    def forward(x, warm):
+        return x, warm
+
+    def backward(warm, cotangent):  # raises in the gradient only
+        return eqx.error_if(cotangent, warm, "boom"), None
+
+    checked.defvjp(forward, backward)
+
+    def output(result):
+        return checked(result.global_mean, result.global_mean > 14.0)
+
+    members = ebm.sweep(S0=[1300.0, 1400.0])
+    with pytest.warns(
+        ebm.EnsembleFailureWarning, match="member 1: the gradient raised"
+    ):
+        run = ebm.ensemble(members, gradient=output, block_size=1)
+    assert run.ok.tolist() == [True, False]
+    assert "boom" in run.failures[1]
+    assert np.isfinite(run.gradient.S0[0]) and np.isnan(run.gradient.S0[1])
+
+
 def test_ensemble_dataset_round_trip(tmp_path):
     members = ebm.sweep(S0=[1365.0, 1250.0, 1400.0])
     with pytest.warns(ebm.EnsembleFailureWarning):
@@ -224,3 +255,21 @@ def test_sweep_and_ensemble_check_their_input():
         ebm.ensemble(members, "spinup")
     with pytest.raises(ValueError, match="scalars or 1-d arrays of one length"):
         ebm.ensemble(ebm.Params())
+    with pytest.raises(ValueError, match="`params` must hold one value per field"):
+        ebm.sweep(members, S0=[1300.0, 1400.0])
+    with pytest.raises(ValueError, match="`D` must be numbers"):
+        ebm.sweep(D=["a"])
+    with pytest.raises(ValueError, match="at least one device"):
+        ebm.ensemble(members, devices=[])
+    with pytest.raises(ValueError, match="steps=True"):
+        ebm.ensemble(members, "integrate", years=1.0, saveat=diffrax.SaveAt(steps=True))
+    with pytest.raises(ValueError, match="scalar floating-point output.*global_mean"):
+        ebm.ensemble(members, gradient="T")
+    with pytest.raises(ValueError, match="not differentiated"):
+        ebm.ensemble(members, gradient="condition_number")
+    run = ebm.ensemble(members, gradient="global_mean", devices=np.int64(1))
+    assert run.mean("d_global_mean_d_D")[1] == 2
+    with pytest.raises(ValueError, match="nor d_global_mean_d_<parameter>"):
+        run.mean("d_ice_edge_d_D")
+    with pytest.raises(ValueError, match="pass model=None"):
+        ebm.to_dataset(run, model=ebm.EnergyBalanceModel())

@@ -758,19 +758,11 @@ def _check_outputs(arguments) -> None:
             raise ValueError(f"`{option}` {path}: the folder {path.parent} is missing.")
 
 
-def _one_line(error: BaseException) -> str:
-    """The message itself: equinox wraps a runtime error's in stack and advice."""
-    lines = [line.strip() for line in str(error).splitlines() if line.strip()]
-    marker = "EquinoxRuntimeError: "
-    for line in lines:
-        if marker in line:
-            return line.split(marker, 1)[1]
-    return lines[0] if lines else type(error).__name__
-
-
 def main(argv=None) -> int:
     """Entry point of the `ebm` command; returns the exit status."""
     import equinox as eqx
+
+    from ._results import error_message
 
     parser = _parser()
     arguments = parser.parse_args(argv)
@@ -778,10 +770,10 @@ def main(argv=None) -> int:
         _check_outputs(arguments)
         report = COMMANDS[arguments.command](arguments)
     except (ValueError, TypeError, KeyError, OSError, ImportError) as error:
-        print(f"ebm: error: {_one_line(error)}", file=sys.stderr)
+        print(f"ebm: error: {error_message(error)}", file=sys.stderr)
         return 2
     except (eqx.EquinoxRuntimeError, RuntimeError) as error:
-        print(f"ebm: the solve failed: {_one_line(error)}", file=sys.stderr)
+        print(f"ebm: the solve failed: {error_message(error)}", file=sys.stderr)
         return 1
     if arguments.json:
         print(json.dumps(report, indent=2))

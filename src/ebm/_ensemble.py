@@ -26,8 +26,10 @@ How the work is laid out:
 Failures. Every entry point runs with `throw=False`: a member that does not
 converge returns its failure code instead of stopping the others. A member fails
 when its `result` is not successful or any of its outputs (or its gradient) is not
-finite. Failed members' floating-point outputs are set to NaN, so that a reduction
-over all members cannot quietly include an unconverged value; `Ensemble.ok`,
+finite. Failed members' floating-point outputs (not their coordinates) are set to
+NaN, so that a reduction over all members cannot quietly include an unconverged
+value. A block whose gradient raised is recomputed with its failed members swapped
+for one that converged; if it raises again, its members fail. `Ensemble.ok`,
 `.failures` (member -> reason) and the reductions `Ensemble.mean`/`std`/`quantile`
 (over the members that succeeded, with their count) say which and why, and
 `on_failure` chooses between a warning (default), an error, or silence.
@@ -36,6 +38,7 @@ over all members cannot quietly include an unconverged value; `Ensemble.ok`,
 import dataclasses
 import itertools
 import math
+import numbers
 import warnings
 from collections.abc import Callable
 
@@ -47,7 +50,7 @@ from jax.sharding import Mesh, NamedSharding, PartitionSpec
 from jaxtyping import Array, Bool, PyTree
 
 from ._params import Params
-from ._results import RESULTS
+from ._results import RESULTS, error_message
 
 
 ON_FAILURE = ("warn", "raise", "ignore")
@@ -80,13 +83,22 @@ def sweep(params: Params | None = None, *, product: bool = False, **values) -> P
     """
     base = Params() if params is None else params
     names = Params.field_names()
+    for name in names:
+        if np.shape(getattr(base, name)) != ():
+            raise ValueError(
+                "`params` must hold one value per field (the ones that do not vary), "
+                f"got `{name}` of shape {np.shape(getattr(base, name))}."
+            )
     arrays = {}
     for name, value in values.items():
         if name not in names:
             raise ValueError(
                 f"`{name}` is not a parameter; the parameters are {names}."
             )
-        array = np.asarray(value, dtype=float)
+        try:
+            array = np.asarray(value, dtype=float)
+        except (TypeError, ValueError) as error:
+            raise ValueError(f"`{name}` must be numbers, got {value!r}.") from error
         if array.ndim != 1 or array.size == 0:
             raise ValueError(
                 f"`{name}` must be a non-empty 1-d array of values, got shape "
@@ -157,6 +169,15 @@ def _task_function(task) -> Callable:
     )
 
 
+# Diagnostics computed under stop_gradient: their gradients would be zero.
+_NOT_DIFFERENTIATED = ("leading_eigenvalue", "condition_number")
+
+
+def _is_float_scalar(value) -> bool:
+    shape, dtype = getattr(value, "shape", None), getattr(value, "dtype", None)
+    return shape == () and dtype is not None and jnp.issubdtype(dtype, jnp.floating)
+
+
 class _Member(eqx.Module):
     """One member's computation: the task, and the gradient of one output."""
 
@@ -167,8 +188,26 @@ class _Member(eqx.Module):
 
     def scalar(self, result):
         if callable(self.output):
-            return self.output(result)
-        return getattr(result, self.output)
+            value = self.output(result)
+        elif self.output in _NOT_DIFFERENTIATED:
+            raise ValueError(
+                f"`gradient={self.output!r}` is a diagnostic that is not "
+                "differentiated; choose an output such as 'global_mean' or 'ice_edge'."
+            )
+        else:
+            value = getattr(result, self.output, None)
+        if not _is_float_scalar(value):
+            fields = sorted(
+                name
+                for name, leaf in vars(result).items()
+                if _is_float_scalar(leaf) and name not in _NOT_DIFFERENTIATED
+            )
+            raise ValueError(
+                "`gradient` must name a scalar floating-point output of the result "
+                f"(one of {fields}) or be a function returning one, got "
+                f"{self.output!r}."
+            )
+        return value
 
     def __call__(self, params: Params):
         run = lambda p: self.task(p, **self.kwargs)  # noqa: E731
@@ -220,12 +259,19 @@ class Ensemble(eqx.Module):
         return int(self.ok.shape[0])
 
     def _values(self, name: str) -> np.ndarray:
-        if name.startswith("d_") and self.gradient is not None:
-            parameter = name.rsplit("_d_", 1)[-1]
-            if parameter in Params.field_names():
-                return np.asarray(getattr(self.gradient, parameter))
+        if self.gradient is not None:
+            for parameter in Params.field_names():
+                if name == f"d_{self.output}_d_{parameter}":
+                    return np.asarray(getattr(self.gradient, parameter))
         if not hasattr(self.result, name):
-            raise ValueError(f"The ensemble's result has no field `{name}`.")
+            gradients = (
+                f", nor d_{self.output}_d_<parameter> for the gradient"
+                if self.gradient is not None
+                else " (and no gradient was computed)"
+            )
+            raise ValueError(
+                f"`{name}` is not a field of the ensemble's result{gradients}."
+            )
         return np.asarray(getattr(self.result, name))
 
     def _succeeded(self, name: str) -> np.ndarray:
@@ -263,10 +309,12 @@ def _mesh(devices, mesh: Mesh | None) -> Mesh:
                 "`mesh` must be one-dimensional with the axis name 'member', got "
                 f"axes {mesh.axis_names}."
             )
+        _check_every_process(mesh)
         return mesh
     if devices is None:
         devices = jax.devices()
-    elif isinstance(devices, int):
+    elif isinstance(devices, numbers.Integral) and not isinstance(devices, bool):
+        devices = int(devices)
         available = jax.devices()
         if not 1 <= devices <= len(available):
             raise ValueError(
@@ -274,12 +322,47 @@ def _mesh(devices, mesh: Mesh | None) -> Mesh:
                 f"available, got {devices}."
             )
         devices = available[:devices]
-    return Mesh(np.array(list(devices)), ("member",))
+    devices = list(devices)
+    if not devices:
+        raise ValueError("`devices` must name at least one device, got none.")
+    mesh = Mesh(np.array(devices), ("member",))
+    _check_every_process(mesh)
+    return mesh
+
+
+def _check_every_process(mesh: Mesh) -> None:
+    """Every process must own a device of the mesh: each computes its own shards and
+    all meet in the gather, so a process without one would leave the others waiting."""
+    owners = {device.process_index for device in mesh.devices.flat}
+    missing = sorted(set(range(jax.process_count())) - owners)
+    if missing:
+        raise ValueError(
+            "The mesh's devices must include some of every process's: processes "
+            f"{missing} have none (devices {[d.id for d in mesh.devices.flat]})."
+        )
 
 
 def _names(names: list[str], shown: int = 3) -> str:
     more = f" and {len(names) - shown} more" if len(names) > shown else ""
     return ", ".join(names[:shown]) + more
+
+
+# Coordinates: the same for every member, neither checked nor masked.
+_COORDINATES = ("lat", "t", "ts")
+# Also not checked: a diagnostic that is infinite, legitimately, exactly at a fold.
+_NOT_CHECKED = (*_COORDINATES, "condition_number")
+
+
+def _field(path) -> str:
+    return jax.tree_util.keystr(path).lstrip(".")
+
+
+def _name(path) -> str:
+    return _field(path).rsplit(".", 1)[-1]
+
+
+def _checked(path, leaf) -> bool:
+    return _name(path) not in _NOT_CHECKED and np.issubdtype(leaf.dtype, np.floating)
 
 
 def _reasons(result, gradient, count: int) -> dict[int, str]:
@@ -294,12 +377,11 @@ def _reasons(result, gradient, count: int) -> dict[int, str]:
     for kind, tree in (("outputs", result), ("gradient", gradient)):
         for path, leaf in jax.tree_util.tree_flatten_with_path(tree)[0]:
             leaf = np.asarray(leaf)
-            if not np.issubdtype(leaf.dtype, np.floating):
+            if not _checked(path, leaf):
                 continue
             finite = np.isfinite(leaf.reshape(count, -1)).all(axis=1)
-            name = jax.tree_util.keystr(path).lstrip(".")
             for member in np.flatnonzero(~finite):
-                nonfinite.setdefault((int(member), kind), []).append(name)
+                nonfinite.setdefault((int(member), kind), []).append(_field(path))
     reasons: dict[int, list[str]] = {m: [message] for m, message in codes.items()}
     for (member, kind), names in nonfinite.items():
         reasons.setdefault(member, []).append(f"non-finite {kind}: {_names(names)}")
@@ -307,16 +389,16 @@ def _reasons(result, gradient, count: int) -> dict[int, str]:
 
 
 def _mask(tree, ok: np.ndarray):
-    """Floating-point leaves with NaN for the members that failed."""
+    """Floating-point results with NaN for the members that failed."""
 
-    def mask(leaf):
+    def mask(path, leaf):
         leaf = np.asarray(leaf)
-        if not np.issubdtype(leaf.dtype, np.floating):
+        if not np.issubdtype(leaf.dtype, np.floating) or _name(path) in _COORDINATES:
             return jnp.asarray(leaf)
         where = ok.reshape((-1,) + (1,) * (leaf.ndim - 1))
         return jnp.asarray(np.where(where, leaf, np.nan))
 
-    return jax.tree.map(mask, tree)
+    return jax.tree_util.tree_map_with_path(mask, tree)
 
 
 def _gather(array: jax.Array) -> np.ndarray:
@@ -332,13 +414,14 @@ _RUNTIME_ERRORS = (eqx.EquinoxRuntimeError, jax.errors.JaxRuntimeError)
 
 
 def _run_block(member: _Member, block: Params):
-    """One block, dispatched (asynchronously); retried if its gradient raised."""
+    """One block, dispatched (asynchronously); retried if its gradient raised.
+    Returns the output and the reasons of members failed by a retry."""
     try:
-        return _block(member, block)
-    except _RUNTIME_ERRORS:
+        return _block(member, block), {}
+    except _RUNTIME_ERRORS as error:
         if not member.differentiate:
             raise
-        return _retry_block(member, block)
+        return _retry_block(member, block, error)
 
 
 def _run_shard(member: _Member, shard: Params, block_size: int, live: int):
@@ -353,22 +436,31 @@ def _run_shard(member: _Member, shard: Params, block_size: int, live: int):
     return blocks, outputs
 
 
-def _retry_block(member: _Member, block: Params) -> PyTree:
+def _retry_block(member: _Member, block: Params, error: Exception):
     """A block whose gradient raised: recompute it with the failed members swapped for
-    one that converged, so that one member's failure cannot stop the others."""
+    one that converged, so that one member's failure cannot stop the others. If the
+    gradient raises even so, the block's gradients are NaN and its members failed."""
     values_only = dataclasses.replace(member, differentiate=False)
     result, _ = _block(values_only, block)
     count = _num_members(block)
     ok = np.ones(count, bool)
     for failed in _reasons(result, None, count):
         ok[failed] = False
+    device = next(iter(jax.tree.leaves(block)[0].devices()))
     shapes = eqx.filter_eval_shape(_block, member, block)[1]
-    nan_gradient = jax.tree.map(lambda s: jnp.full(s.shape, np.nan, s.dtype), shapes)
+    nan_gradient = jax.tree.map(
+        lambda s: jax.device_put(jnp.full(s.shape, np.nan, s.dtype), device), shapes
+    )
+    raised = f"the gradient raised: {error_message(error)}"
     if not ok.any():
-        return result, nan_gradient
+        return (result, nan_gradient), {}
     first = int(np.flatnonzero(ok)[0])
     safe = jax.tree.map(lambda x: jnp.where(ok, x, x[first]), block)
-    safe_result, gradient = _block(member, safe)
+    try:
+        safe_result, gradient = jax.block_until_ready(_block(member, safe))
+    except _RUNTIME_ERRORS as again:
+        raised = f"the gradient raised: {error_message(again)}"
+        return (result, nan_gradient), {i: raised for i in np.flatnonzero(ok)}
     gradient = jax.tree.map(
         lambda g, nan: jnp.where(ok.reshape((-1,) + (1,) * (g.ndim - 1)), g, nan),
         gradient,
@@ -380,7 +472,7 @@ def _retry_block(member: _Member, block: Params) -> PyTree:
         safe_result,
         result,
     )
-    return result, gradient
+    return (result, gradient), {}
 
 
 def ensemble(
@@ -446,6 +538,12 @@ def ensemble(
             "`throw` must be False in an ensemble: a failed member is reported "
             "(see `on_failure`) instead of stopping the others."
         )
+    saveat = kwargs.get("saveat")
+    if saveat is not None and getattr(saveat.subs, "steps", False):
+        raise ValueError(
+            "`saveat` with steps=True saves at each member's own steps, which differ "
+            "between members; save at fixed times instead, SaveAt(ts=...)."
+        )
     function = _task_function(task)
     if not callable(task):
         kwargs = {**kwargs, "throw": False}
@@ -485,26 +583,31 @@ def ensemble(
             ]
         )
         live = count - position * shard_size
-        per_device[device] = _run_shard(member, shard, block_size, live)
+        per_device[device] = (position, *_run_shard(member, shard, block_size, live))
 
     outputs = {}
+    raised = {}  # member -> why, for members whose gradient raised even on retry
     template = None  # a computed block, whose shapes stand in for padding
-    for device, (blocks, dispatched) in per_device.items():
+    for device, (position, blocks, dispatched) in per_device.items():
         finished = []
-        for block, output in zip(blocks, dispatched):
+        for index, (block, output) in enumerate(zip(blocks, dispatched)):
             if output is None:
                 if template is None:  # this process has padding alone
                     template = eqx.filter_eval_shape(_block, member, block)
                 zeros = lambda x: jnp.zeros(x.shape, x.dtype, device=device)  # noqa: E731
                 finished.append(jax.tree.map(zeros, template))
                 continue
+            output, retried = output
             try:
-                finished.append(jax.block_until_ready(output))
-            except _RUNTIME_ERRORS:
+                output = jax.block_until_ready(output)
+            except _RUNTIME_ERRORS as error:
                 if not member.differentiate:
                     raise
-                finished.append(_retry_block(member, block))
-            template = finished[-1]
+                output, retried = _retry_block(member, block, error)
+            start = position * shard_size + index * block_size
+            raised.update({start + int(i): why for i, why in retried.items()})
+            finished.append(output)
+            template = output
         outputs[device] = jax.tree.map(lambda *xs: jnp.concatenate(xs), *finished)
 
     local = next(iter(outputs.values()))
@@ -519,6 +622,10 @@ def ensemble(
     result, grads = jax.tree.unflatten(jax.tree.structure(local), gathered)
 
     failures = _reasons(result, grads, count)
+    for index, why in raised.items():
+        if index < count:
+            failures[index] = why
+    failures = dict(sorted(failures.items()))
     ok = np.ones(count, bool)
     ok[list(failures)] = False
     varying = tuple(

@@ -397,18 +397,19 @@ def _ensemble_variables(ensemble) -> dict:
         )
     if ensemble.gradient is not None:
         output = ensemble.output
-        units = _OUTPUT_UNITS.get(output, "1")
+        # The output's units, where the result's own variable has them.
+        units = variables.get(output, ((), None, {}))[2].get("units")
         difference = {"degC": "K"}
         for name in Params.field_names():
-            numerator = difference.get(units, units)
-            denominator = difference.get(UNITS[name], UNITS[name])
+            attributes = {"long_name": f"derivative of {output} with respect to {name}"}
+            if units is not None:
+                numerator = difference.get(units, units)
+                denominator = difference.get(UNITS[name], UNITS[name])
+                attributes["units"] = f"({numerator}) ({denominator})-1"
             variables[f"d_{output}_d_{name}"] = (
                 member,
                 _array(getattr(ensemble.gradient, name)),
-                {
-                    "units": f"({numerator}) ({denominator})-1",
-                    "long_name": f"derivative of {output} with respect to {name}",
-                },
+                attributes,
             )
     variables["ok"] = _flag(
         ensemble.ok, "whether the member succeeded", "succeeded", member
@@ -476,6 +477,11 @@ def to_dataset(result, params: Params | None = None, *, model=None):
         params = result.params
     variables = variables_of(result)
     if isinstance(result, Ensemble):
+        if model is not None:
+            raise ValueError(
+                "`model` adds an equilibrium's fluxes, which are not written for "
+                "ensembles: pass model=None."
+            )
         # The fixed parameters are attributes; the varying ones are variables.
         params = jax.tree.map(lambda x: np.asarray(x)[0], result.params)
         result = result.result

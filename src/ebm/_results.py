@@ -16,3 +16,14 @@ class RESULTS(diffrax.RESULTS):  # pyright: ignore[reportGeneralTypeIssues]
     no_fold = (
         "The branch left `bounds` (or used up `max_points`) without passing a fold."
     )
+
+
+def error_message(error: BaseException) -> str:
+    """An error's message on one line: equinox wraps a runtime error's message in
+    the stack and advice."""
+    lines = [line.strip() for line in str(error).splitlines() if line.strip()]
+    marker = "EquinoxRuntimeError: "
+    for line in lines:
+        if marker in line:
+            return line.split(marker, 1)[1]
+    return lines[0] if lines else type(error).__name__
