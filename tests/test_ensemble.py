@@ -206,6 +206,25 @@ def test_a_gradient_that_raises_again_fails_its_block_only():
     assert np.isfinite(run.gradient.S0[0]) and np.isnan(run.gradient.S0[1])
 
 
+def test_failed_first_member_keeps_the_time_axis():
+    members = ebm.sweep(water_depth=[0.3, 10.0])  # the shallow one needs more steps
+    ts = np.array([0.25, 0.5, 1.0])
+    with pytest.warns(ebm.EnsembleFailureWarning, match="member 0: The maximum"):
+        run = ebm.ensemble(
+            members,
+            "integrate",
+            years=1.0,
+            max_steps=800,
+            saveat=diffrax.SaveAt(ts=ts),
+        )
+    assert run.ok.tolist() == [False, True]
+    dataset = ebm.to_dataset(run)
+    np.testing.assert_allclose(dataset["time"].values, ts * 365.2422)
+    np.testing.assert_array_equal(dataset["lat"].values, ebm.Grid().lat)
+    assert np.isnan(dataset["T_history"].values[0]).all()
+    assert np.isfinite(dataset["T_history"].values[1]).all()
+
+
 def test_ensemble_dataset_round_trip(tmp_path):
     members = ebm.sweep(S0=[1365.0, 1250.0, 1400.0])
     with pytest.warns(ebm.EnsembleFailureWarning):

@@ -377,11 +377,14 @@ def _ensemble_variables(ensemble) -> dict:
             f"cycles, got an ensemble of {type(result).__name__}."
         )
     member = "member"
+    ok = np.asarray(ensemble.ok)
+    # One time axis, shared by every member: a failed run's stops where it failed.
+    first = int(np.flatnonzero(ok)[0]) if ok.any() else 0
     variables = {}
     for name, (dims, data, attributes) in variables_of(result).items():
         dims = (dims,) if isinstance(dims, str) else tuple(dims)
-        if name in ("time",):  # one time axis, shared by every member
-            variables[name] = (dims, data[0], attributes)
+        if name == "time":
+            variables[name] = (dims, data[first], attributes)
         else:
             variables[name] = ((member, *dims), data, attributes)
     variables[member] = (
