@@ -522,8 +522,10 @@ def ensemble(
 
     **Raises:**
 
-    - `ValueError`: for bad `members`, `task`, `devices`, `mesh`, `block_size`,
-        `on_failure`, or `throw=True`.
+    - `ValueError`: for bad `members`, `task`, `gradient` (not a scalar float
+        output), `devices`, `mesh` (also one that leaves a process without a
+        device), `block_size`, `on_failure`, `saveat` with `steps=True`, or
+        `throw=True`.
     - `RuntimeError`: with `on_failure="raise"`, when any member failed.
     """
     from ._integrate import check_count
