@@ -9,6 +9,7 @@ included), then the median of `--repeats` calls after it. On CPU the devices are
 forced host devices (`--xla_force_host_platform_device_count`), which share the
 machine's cores; on a GPU machine `--platform gpu` uses its devices instead. The
 baseline is a Python loop over members of one jitted equilibrium and gradient.
+`cores_busy` is the process's CPU time over the wall time of a call.
 
 Writes benchmarks/results/ensemble_throughput.json and .png.
 
@@ -80,11 +81,12 @@ def main() -> None:
         start = time.perf_counter()
         first = run()
         first_seconds = time.perf_counter() - start
-        times = []
+        times, busy = [], []
         for _ in range(arguments.repeats):
-            start = time.perf_counter()
+            start, cpu = time.perf_counter(), time.process_time()
             run()
             times.append(time.perf_counter() - start)
+            busy.append((time.process_time() - cpu) / times[-1])
         seconds = statistics.median(times)
         return dict(
             members=count,
@@ -93,6 +95,7 @@ def main() -> None:
             first_call_seconds=first_seconds,
             median_seconds=seconds,
             members_per_second=count / seconds,
+            cores_busy=statistics.median(busy),
             failed=len(first.failures),
             mean_global_mean=float(first.mean("global_mean")[0]),
         )
@@ -128,7 +131,7 @@ def main() -> None:
                 f"first {row['first_call_seconds']:7.2f} s  "
                 f"then {row['median_seconds']:8.3f} s  "
                 f"{row['members_per_second']:9.1f} members/s  "
-                f"failed {row['failed']}",
+                f"cores busy {row['cores_busy']:.2f}  failed {row['failed']}",
                 flush=True,
             )
     block_rows = []
