@@ -332,6 +332,19 @@ def _fit_variables(fit) -> dict:
 _OUTPUT_UNITS = {"T": "degC", "global_mean": "degC", "ice_edge": "degrees_north"}
 
 
+def _derivative_attributes(output: str, units: str | None, name: str) -> dict:
+    """Long name and units of d `output` / d parameter `name` (no units when the
+    output's are unknown). A derivative is a ratio of differences, and temperature
+    differences are in K."""
+    attributes = {"long_name": f"derivative of {output} with respect to {name}"}
+    if units is not None:
+        difference = {"degC": "K"}
+        numerator = difference.get(units, units)
+        denominator = difference.get(UNITS[name], UNITS[name])
+        attributes["units"] = f"({numerator}) ({denominator})-1"
+    return attributes
+
+
 def _sensitivity_variables(sensitivity) -> dict:
     output = sensitivity.output
     dims = "lat" if output == "T" else ()
@@ -339,18 +352,11 @@ def _sensitivity_variables(sensitivity) -> dict:
     variables = {
         output: (dims, _array(sensitivity.value), {"units": units, "long_name": output})
     }
-    # A derivative is a ratio of differences: temperature differences are in K.
-    difference = {"degC": "K"}
     for name in sensitivity.names:
-        numerator = difference.get(units, units)
-        denominator = difference.get(UNITS[name], UNITS[name])
         variables[f"d_{output}_d_{name}"] = (
             dims,
             _array(sensitivity[name]),
-            {
-                "units": f"({numerator}) ({denominator})-1",
-                "long_name": f"derivative of {output} with respect to {name}",
-            },
+            _derivative_attributes(output, units, name),
         )
     return variables
 
@@ -402,17 +408,11 @@ def _ensemble_variables(ensemble) -> dict:
         output = ensemble.output
         # The output's units, where the result's own variable has them.
         units = variables.get(output, ((), None, {}))[2].get("units")
-        difference = {"degC": "K"}
         for name in Params.field_names():
-            attributes = {"long_name": f"derivative of {output} with respect to {name}"}
-            if units is not None:
-                numerator = difference.get(units, units)
-                denominator = difference.get(UNITS[name], UNITS[name])
-                attributes["units"] = f"({numerator}) ({denominator})-1"
             variables[f"d_{output}_d_{name}"] = (
                 member,
                 _array(getattr(ensemble.gradient, name)),
-                attributes,
+                _derivative_attributes(output, units, name),
             )
     variables["ok"] = _flag(
         ensemble.ok, "whether the member succeeded", "succeeded", member
