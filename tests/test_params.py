@@ -100,3 +100,33 @@ def test_bad_years_and_adjoint():
         ebm.integrate(ebm.Params(), years=-1.0)
     with pytest.raises(ValueError, match="`adjoint`.*'adjoint_please'"):
         ebm.integrate(ebm.Params(), years=1.0, adjoint="adjoint_please")
+
+
+def test_version_from_a_source_checkout_without_metadata():
+    # A checkout on PYTHONPATH with no installed distribution: `import ebm` must
+    # still work. The subprocess hides the metadata by making the lookup fail.
+    import pathlib
+    import subprocess
+    import sys
+
+    src = pathlib.Path(ebm.__file__).resolve().parent.parent
+    code = (
+        "import importlib.metadata as m\n"
+        "found = m.version\n"
+        "def version(name):\n"
+        "    if name == 'ebm-jax':\n"
+        "        raise m.PackageNotFoundError(name)\n"
+        "    return found(name)\n"
+        "m.version = version\n"
+        "import ebm\n"
+        "print(ebm.__version__)\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        env={"PYTHONPATH": str(src), "PATH": "", "JAX_PLATFORMS": "cpu"},
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "0+unknown"
