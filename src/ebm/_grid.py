@@ -1,9 +1,9 @@
 r"""The latitude grid.
 
 The sphere is cut into `n_lat` zonal bands of equal width in latitude,
-$\Delta\phi = \pi / n$, from the South Pole to the North Pole (the grid climlab's
-`EBM` uses). Cell $i$ spans the bounds $\phi_{i-1/2} < \phi < \phi_{i+1/2}$ and its
-state lives at the centre $\phi_i$. The fraction of the sphere's area in cell $i$ is
+$\Delta\phi = \pi / n$, from the South Pole to the North Pole (the layout climlab's
+`EBM` uses; its default is 90 cells, ebm's 60). Cell $i$ spans the bounds
+$\phi_{i-1/2} < \phi < \phi_{i+1/2}$ and its state lives at the centre $\phi_i$. The fraction of the sphere's area in cell $i$ is
 
 $$w_i = \tfrac{1}{2}\left(\sin\phi_{i+1/2} - \sin\phi_{i-1/2}\right),
 \qquad \sum_i w_i = 1,$$
@@ -26,8 +26,8 @@ class Grid(eqx.Module):
 
     **Arguments:**
 
-    - `n_lat`: number of latitude cells, at least 2. The default, 60, is climlab's
-        `EBM` default (3 degree cells).
+    - `n_lat`: number of latitude cells, at least 2. The default is 60 (3 degree
+        cells); climlab's `EBM` default is 90 (2 degree cells), `ebm.Grid(90)`.
 
     **Raises:**
 
