@@ -3,7 +3,8 @@ r"""The latitude grid.
 The sphere is cut into `n_lat` zonal bands of equal width in latitude,
 $\Delta\phi = \pi / n$, from the South Pole to the North Pole (the layout climlab's
 `EBM` uses; its default is 90 cells, ebm's 60). Cell $i$ spans the bounds
-$\phi_{i-1/2} < \phi < \phi_{i+1/2}$ and its state lives at the centre $\phi_i$. The fraction of the sphere's area in cell $i$ is
+$\phi_{i-1/2} < \phi < \phi_{i+1/2}$ and its state lives at the centre $\phi_i$. The
+fraction of the sphere's area in cell $i$ is
 
 $$w_i = \tfrac{1}{2}\left(\sin\phi_{i+1/2} - \sin\phi_{i-1/2}\right),
 \qquad \sum_i w_i = 1,$$
