@@ -247,6 +247,7 @@ def equilibrium(
 
 @eqx.filter_jit
 def _equilibrium(params, grid, model, start, solver, adjoint, max_steps, throw):
+    params = params.check()
     model = resolve_model(model, grid)
     grid = model.grid
     T0 = initial_profile(start, params, grid)

@@ -375,6 +375,7 @@ def _integrate(
     throw,
     progress_meter,
 ) -> Trajectory:
+    params = params.check()
     grid = model.grid
     if isinstance(adjoint, diffrax.BacksolveAdjoint):
         heat_capacity = smallest_heat_capacity(params, model)
@@ -496,6 +497,7 @@ def integrate_fixed(
 def _integrate_fixed(
     params, dt, steps, model, T0, stepper, checkpoint, throw
 ) -> Trajectory:
+    params = params.check()
     if isinstance(dt, jax.Array):
         T0 = eqx.error_if(
             T0,

@@ -35,6 +35,8 @@ vernal equinox (281.37 degrees today: perihelion in early January).
 """
 
 import dataclasses
+from collections.abc import Callable
+from typing import NamedTuple
 
 import equinox as eqx
 import jax
@@ -65,8 +67,15 @@ UNITS = {
 """Each parameter's units (UDUNITS spelling, as written to netCDF)."""
 
 
-def _float_array(x) -> jax.Array:
-    return jnp.asarray(x, dtype=float)
+def _float_array(x):
+    # A value that is not a real number is kept as given, so that `__check_init__`
+    # can refuse it with the parameter's name (a converter does not know it).
+    try:
+        if jnp.iscomplexobj(x):
+            return x
+        return jnp.asarray(x, dtype=float)
+    except (TypeError, ValueError):
+        return x
 
 
 def _concrete(x) -> np.ndarray | None:
@@ -76,14 +85,36 @@ def _concrete(x) -> np.ndarray | None:
     return np.asarray(x)
 
 
-def _check(name: str, value, allowed: str, ok) -> None:
-    concrete = _concrete(value)
-    if concrete is None:
-        return
-    if not np.all(np.isfinite(concrete)):
-        raise ValueError(f"`{name}` must be finite, got {concrete}.")
-    if not np.all(ok(concrete)):
-        raise ValueError(f"`{name}` must be {allowed}, got {concrete}.")
+def _isfinite(x):
+    return jnp.isfinite(x) if isinstance(x, jax.Array) else np.isfinite(x)
+
+
+class _Range(NamedTuple):
+    """One declared range: `ok(*values of fields)` must hold everywhere."""
+
+    name: str
+    allowed: str
+    ok: Callable
+    fields: tuple[str, ...] = ()
+    shown: Callable | None = None
+
+    def names(self) -> tuple[str, ...]:
+        return self.fields or (self.name,)
+
+    def message(self, values) -> str:
+        shown = values[-1] if self.shown is None else self.shown(*values)
+        return f"`{self.name}` must be {self.allowed}, got {shown}."
+
+    def traced_message(self) -> str:
+        return (
+            f"`{self.name}` must be {self.allowed}; a value traced under "
+            "`jit`/`vmap`/`grad` (so it cannot be shown here) is not. Pass a value in "
+            "that range."
+        )
+
+
+def _in_unit_interval(x):
+    return (0 <= x) & (x <= 1)
 
 
 class Params(eqx.Module):
@@ -98,8 +129,10 @@ class Params(eqx.Module):
         `water_depth <= 0`, `ice_width <= 0`, `eccentricity` outside `[0, 1)`,
         `obliquity` outside `[0, 180]` degrees, an albedo (`a0`, `ai`, or the ice-free
         albedo `a0 + a2 P2` anywhere from equator to pole) outside `[0, 1]`, or
-        `S0 < 0`. Values traced under `jit`/`vmap` are checked by the entry points
-        instead (non-finite results raise there).
+        `S0 < 0`; for a value that is not a real number, or an array of more than
+        one dimension (a 1-d array is a batch of members, see `ebm.sweep`). Values
+        traced under `jit`/`vmap`/`grad` are checked against the same ranges by
+        `Params.check`, which every entry point calls.
     """
 
     A: Scalar = eqx.field(default=210.0, converter=_float_array)
@@ -119,40 +152,57 @@ class Params(eqx.Module):
     long_peri: Scalar = eqx.field(default=281.37, converter=_float_array)
 
     def __check_init__(self):
-        always = lambda x: True  # noqa: E731
-        for name in ("A", "S0", "s2", "Tf", "forcing", "long_peri"):
-            _check(name, getattr(self, name), "finite", always)
-        _check("S0", self.S0, ">= 0 W m-2", lambda x: x >= 0)
-        _check("B", self.B, "> 0 W m-2 K-1", lambda x: x > 0)
-        _check("D", self.D, ">= 0 W m-2 K-1", lambda x: x >= 0)
-        _check("water_depth", self.water_depth, "> 0 m", lambda x: x > 0)
-        _check("ice_width", self.ice_width, "> 0 K", lambda x: x > 0)
-        _check(
-            "eccentricity",
-            self.eccentricity,
-            "in [0, 1) (a closed orbit)",
-            lambda x: (0 <= x) & (x < 1),
+        for name in self.field_names():
+            value = getattr(self, name)
+            if not isinstance(value, jax.Array):
+                raise ValueError(f"`{name}` must be a real scalar, got {value!r}.")
+            if value.ndim > 1:
+                raise ValueError(
+                    f"`{name}` must be a real scalar (or a 1-d batch of members, see "
+                    f"`ebm.sweep`), got shape {value.shape}."
+                )
+        for declared in _RANGES:
+            values = [_concrete(getattr(self, name)) for name in declared.names()]
+            if any(value is None for value in values):
+                continue  # traced: `check` tests it inside the entry point
+            if not np.all(declared.ok(*values)):
+                raise ValueError(declared.message(values))
+
+    def check(self) -> "Params":
+        """These parameters, with their ranges checked inside `jit`.
+
+        Construction checks concrete values; this checks the values that were
+        traced under the user's `jit`, `vmap` or `grad`, against the same ranges.
+        Every jitted entry point calls it first. It is transparent to
+        differentiation.
+
+        **Returns:**
+
+        `self`, with an `eqx.error_if` attached to every field.
+
+        **Raises:**
+
+        - `ValueError`: (while tracing) when a field is not a scalar (a batch of
+            parameters runs through `ebm.ensemble` or `jax.vmap`).
+        - `EquinoxRuntimeError`: when a value is outside its range; the message
+            names the parameter and the range.
+        """
+        for name in self.field_names():
+            shape = jnp.shape(getattr(self, name))
+            if shape != ():
+                raise ValueError(
+                    f"`{name}` must be a real scalar, got shape {shape}: run a batch "
+                    "of parameters with `ebm.ensemble` or `jax.vmap`."
+                )
+        failed = jnp.stack(
+            [
+                ~declared.ok(*(getattr(self, name) for name in declared.names()))
+                for declared in _RANGES
+            ]
         )
-        _check(
-            "obliquity",
-            self.obliquity,
-            "in [0, 180] degrees",
-            lambda x: (0 <= x) & (x <= 180),
+        return eqx.branched_error_if(
+            self, jnp.any(failed), jnp.argmax(failed), _TRACED_MESSAGES
         )
-        for name in ("a0", "ai"):
-            _check(
-                name, getattr(self, name), "in [0, 1]", lambda x: (0 <= x) & (x <= 1)
-            )
-        a0, a2 = _concrete(self.a0), _concrete(self.a2)
-        _check("a2", self.a2, "finite", always)
-        if a0 is not None and a2 is not None:
-            # P2(sin lat) ranges over [-1/2, 1]: the ice-free albedo ranges over these.
-            for where, albedo in (("equator", a0 - a2 / 2), ("pole", a0 + a2)):
-                if np.any((albedo < 0) | (albedo > 1)):
-                    raise ValueError(
-                        f"`a2` = {a2} puts the ice-free albedo `a0 + a2 P2` at the "
-                        f"{where} at {albedo}; it must stay in [0, 1]."
-                    )
 
     @property
     def heat_capacity(self) -> Scalar:
@@ -163,3 +213,39 @@ class Params(eqx.Module):
     def field_names(cls) -> tuple[str, ...]:
         """Names of every parameter, in declaration order."""
         return tuple(field.name for field in dataclasses.fields(cls))
+
+
+# Every parameter's range, declared once: `Params.__check_init__` raises a ValueError
+# with the value at construction, `Params.check` an `eqx.error_if` inside jit. The
+# finiteness ranges come first, so that a NaN is reported as such (NaN fails every
+# comparison after it too).
+_RANGES: tuple[_Range, ...] = (
+    *(_Range(name, "finite", _isfinite) for name in Params.field_names()),
+    _Range("S0", ">= 0 W m-2", lambda x: x >= 0),
+    _Range("B", "> 0 W m-2 K-1", lambda x: x > 0),
+    _Range("D", ">= 0 W m-2 K-1", lambda x: x >= 0),
+    _Range("water_depth", "> 0 m", lambda x: x > 0),
+    _Range("ice_width", "> 0 K", lambda x: x > 0),
+    _Range("eccentricity", "in [0, 1), a closed orbit", lambda x: (0 <= x) & (x < 1)),
+    _Range("obliquity", "in [0, 180] degrees", lambda x: (0 <= x) & (x <= 180)),
+    _Range("a0", "in [0, 1]", _in_unit_interval),
+    _Range("ai", "in [0, 1]", _in_unit_interval),
+    # P2(sin lat) ranges over [-1/2, 1]: the ice-free albedo over these two values.
+    _Range(
+        "a2",
+        "such that the ice-free albedo `a0 + a2 P2` stays in [0, 1] at the pole, "
+        "where it is `a0 + a2`",
+        lambda a0, a2: _in_unit_interval(a0 + a2),
+        fields=("a0", "a2"),
+        shown=lambda a0, a2: f"{a2} with `a0` = {a0}: {a0 + a2}",
+    ),
+    _Range(
+        "a2",
+        "such that the ice-free albedo `a0 + a2 P2` stays in [0, 1] at the equator, "
+        "where it is `a0 - a2 / 2`",
+        lambda a0, a2: _in_unit_interval(a0 - a2 / 2),
+        fields=("a0", "a2"),
+        shown=lambda a0, a2: f"{a2} with `a0` = {a0}: {a0 - a2 / 2}",
+    ),
+)
+_TRACED_MESSAGES = tuple(declared.traced_message() for declared in _RANGES)

@@ -295,6 +295,7 @@ def periodic_equilibrium(
 def _periodic_equilibrium(
     params, year, T_start, spinup_years, solver, adjoint, max_steps, throw
 ) -> SeasonalCycle:
+    params = params.check()
     T_start = _check_orbit(T_start, params)
     T_guess = year.spin(T_start, params, spinup_years)
     solution = optx.root_find(
@@ -363,6 +364,7 @@ def seasonal_spinup(
 
 @eqx.filter_jit
 def _seasonal_spinup(params, year, T_start, years) -> SeasonalCycle:
+    params = params.check()
     T_start = _check_orbit(T_start, params)
     T0 = year.spin(T_start, params, years)
     return _cycle(year, T0, params, RESULTS.successful, jnp.asarray(years))
