@@ -264,3 +264,59 @@ def test_equilibrium_warns_near_a_fold(snowball_fold):
     quiet = ebm.equilibrium(close, near_fold=None)
     assert float(quiet.leading_eigenvalue) == float(near.leading_eigenvalue)
     assert near.result == ebm.RESULTS.successful
+
+
+@pytest.mark.parametrize(
+    "setting, value, allowed",
+    [
+        ("max_step", -1.0, "positive, finite"),
+        ("min_step", 0.0, "positive, finite"),
+        ("step", float("nan"), "positive, finite"),
+        ("target_turn", -0.1, "positive, finite"),
+        ("max_turn", 4.0, "(0, pi]"),
+        ("max_points", 1, ">= 2"),
+        ("corrector_steps", 0, ">= 1"),
+    ],
+)
+def test_walk_settings_are_checked_before_the_walk(setting, value, allowed):
+    # max_step=-1 used to walk 4 points that never left the start, "successful".
+    for entry in (ebm.continuation, ebm.fold):
+        with pytest.raises(ValueError, match=f"`{setting}`") as info:
+            entry(ebm.Params(), "S0", stop=1300.0, grid=ebm.Grid(6), **{setting: value})
+        assert allowed in str(info.value)
+        assert str(value) in str(info.value)
+    with pytest.raises(ValueError, match="`min_step` must be <= `max_step`"):
+        ebm.continuation(ebm.Params(), "S0", stop=1300.0, min_step=2.0, max_step=1.0)
+
+
+def test_walk_into_an_invalid_parameter_is_refused_by_name():
+    # Towards D < 0 the walk used to fold at D = -0.03 and fail there unclearly.
+    with pytest.raises(ValueError, match=r"`stop` reaches D = -0.5.*`D` must be >= 0"):
+        ebm.continuation(ebm.Params(), "D", stop=-0.5, grid=ebm.Grid(6))
+    with pytest.raises(ValueError, match=r"`bounds` reaches D = -0.1.*>= 0"):
+        ebm.fold(ebm.Params(), "D", stop=0.3, bounds=(-0.1, 1.0), grid=ebm.Grid(6))
+    # Traced, the same range is checked inside jit.
+    with pytest.raises(Exception, match="`D` is finite and >= 0"):
+        jax.jit(
+            lambda stop: ebm.fold(ebm.Params(), "D", stop=stop, grid=ebm.Grid(6)).value
+        )(-0.5)
+
+
+def test_failed_fold_returns_nan_not_the_solver_state():
+    quiet = ebm.fold(
+        ebm.Params(), "S0", stop=1364.0, grid=ebm.Grid(12), throw=False
+    )  # fmt: skip
+    assert quiet.result == ebm.RESULTS.no_fold
+    for name in ("value", "T", "null_vector", "global_mean", "ice_edge", "residual"):
+        assert bool(jnp.all(jnp.isnan(getattr(quiet, name)))), name
+
+
+def test_traced_parameter_out_of_range_is_refused_by_fold():
+    with pytest.raises(Exception, match="`ice_width` must be > 0 K"):
+        jax.jit(
+            lambda w: (
+                ebm.fold(
+                    ebm.Params(ice_width=w), "S0", stop=1000.0, grid=ebm.Grid(6)
+                ).value
+            )
+        )(-1.0)

@@ -50,8 +50,9 @@ from jaxtyping import Array, Bool, Float, Int
 from ._custom_types import Scalar, Temperature
 from ._equilibrium import equilibrium, resolve_model
 from ._grid import Grid
+from ._integrate import check_count
 from ._model import EnergyBalanceModel
-from ._params import Params
+from ._params import Params, allowed_range, in_range, out_of_range
 from ._results import RESULTS
 from ._tridiagonal import probe_tridiagonal
 
@@ -202,6 +203,8 @@ class _Problem(eqx.Module):
 
 
 class _Settings(eqx.Module):
+    """The walk's settings, checked before any work (see `ebm.continuation`)."""
+
     step: float
     min_step: float
     max_step: float
@@ -210,6 +213,46 @@ class _Settings(eqx.Module):
     corrector: optx.AbstractRootFinder
     corrector_steps: int
     max_points: int
+
+    def __check_init__(self):
+        for name in ("step", "min_step", "max_step", "target_turn", "max_turn"):
+            value = getattr(self, name)
+            if isinstance(value, jax.core.Tracer):
+                raise ValueError(
+                    f"`{name}` must be a Python number (a setting of the walk, fixed "
+                    "when it compiles), got a traced value."
+                )
+            if (
+                isinstance(value, bool)
+                or np.shape(value) != ()
+                or not np.issubdtype(np.asarray(value).dtype, np.number)
+                or not 0 < float(value) < np.inf
+            ):
+                raise ValueError(
+                    f"`{name}` must be a positive, finite number, got {value!r}."
+                )
+        if not self.min_step <= self.max_step:
+            raise ValueError(
+                f"`min_step` must be <= `max_step`, got min_step={self.min_step} and "
+                f"max_step={self.max_step}."
+            )
+        if not self.min_step <= self.step:
+            raise ValueError(
+                f"`step` must be >= `min_step`, got step={self.step} and "
+                f"min_step={self.min_step}."
+            )
+        if not self.max_turn <= np.pi:
+            raise ValueError(
+                f"`max_turn` must be in (0, pi] radians, got {self.max_turn}."
+            )
+        if not self.target_turn <= self.max_turn:
+            raise ValueError(
+                f"`target_turn` must be <= `max_turn`, got target_turn="
+                f"{self.target_turn} and max_turn={self.max_turn}."
+            )
+        check_count("corrector_steps", self.corrector_steps, 1)
+        # The start and at least one step.
+        check_count("max_points", self.max_points, 2)
 
 
 class _Walk(eqx.Module):
@@ -487,6 +530,14 @@ def _setup(params, parameter, stop, bounds, start, grid, model, parameter_scale)
     )
     T0 = equilibrium(params, model=model, start=start).T
     y0 = jnp.concatenate([T0, jnp.zeros(1, T0.dtype)])
+    # The same check as `_check_range`, for values only known inside jit.
+    y0 = eqx.error_if(
+        y0,
+        ~in_range(_with_parameter(params, parameter, low))
+        | ~in_range(_with_parameter(params, parameter, high)),
+        f"Continuation in {parameter}: `stop` and `bounds` must stay where "
+        f"`{parameter}` is {allowed_range(parameter)}.",
+    )
     # The same checks as `_check_bounds`, for values only known inside jit.
     y0 = eqx.error_if(
         y0,
@@ -528,6 +579,22 @@ def _check_bounds(origin, stop, bounds, parameter_scale) -> None:
         raise ValueError(f"`parameter_scale` must be > 0, got {parameter_scale}.")
 
 
+def _check_range(params: Params, parameter: str, stop, bounds) -> None:
+    """`stop` and `bounds` must lie where `parameter` is valid: the walk would cross
+    into parameters the model refuses (e.g. D < 0, where it has no equilibria)."""
+    ends = [("stop", stop)] if bounds is None else [("bounds", b) for b in bounds]
+    for argument, value in ends:
+        if value is None:
+            continue
+        allowed = out_of_range(params, parameter, value)
+        if allowed is not None:
+            raise ValueError(
+                f"Continuation in {parameter}: `{argument}` reaches {parameter} = "
+                f"{float(value)}, but `{parameter}` must be {allowed}; stop the walk "
+                "inside that range."
+            )
+
+
 def _as_arrays(stop, bounds, parameter_scale):
     """Floats as arrays, so that new values do not recompile."""
     stop = None if stop is None else jnp.asarray(stop, float)
@@ -540,6 +607,7 @@ def _as_arrays(stop, bounds, parameter_scale):
 
 @eqx.filter_jit
 def _continuation_walk(params, parameter, stop, bounds, start, grid, model, scale, s):
+    params = params.check()
     model, problem, y0, direction, bounds = _setup(
         params, parameter, stop, bounds, start, grid, model, scale
     )
@@ -554,7 +622,7 @@ def _refine_from_walk(
     T, v, value, side = _fold_guess(
         problem, y, tangent, index, corrector, corrector_steps
     )
-    return _refine_fold(
+    fold = _refine_fold(
         problem.model,
         problem.params,
         problem.parameter,
@@ -565,6 +633,7 @@ def _refine_from_walk(
         solver,
         max_steps,
     )
+    return _nan_unless_successful(fold)
 
 
 def continuation(
@@ -640,6 +709,7 @@ def continuation(
     """
     _check_parameter(parameter)
     _check_bounds(getattr(params, parameter), stop, bounds, parameter_scale)
+    _check_range(params, parameter, stop, bounds)
     settings = _Settings(
         step,
         min_step,
@@ -792,6 +862,7 @@ def fold(
         )
     if guess is None:
         _check_bounds(getattr(params, parameter), stop, bounds, parameter_scale)
+        _check_range(params, parameter, stop, bounds)
     stop, bounds, parameter_scale = _as_arrays(stop, bounds, parameter_scale)
     settings = _Settings(
         step,
@@ -836,6 +907,7 @@ def _fold(
     fold_steps,
     throw,
 ) -> Fold:
+    params = params.check()
     if guess is None:
         frozen = jax.lax.stop_gradient(params)
         model, problem, y0, direction, bounds = _setup(
@@ -872,4 +944,13 @@ def _fold(
     result = RESULTS.where(walked == RESULTS.successful, refined.result, walked)
     if throw:
         refined = result.error_if(refined, result != RESULTS.successful)
-    return eqx.tree_at(lambda f: f.result, refined, result)
+    return _nan_unless_successful(eqx.tree_at(lambda f: f.result, refined, result))
+
+
+def _nan_unless_successful(fold: Fold) -> Fold:
+    """`fold` with NaN for every float output if it failed: the values where the
+    solver stopped are not a fold, and must not read as one."""
+    failed = fold.result != RESULTS.successful
+    dynamic, static = eqx.partition(fold, eqx.is_inexact_array)
+    dynamic = jax.tree.map(lambda x: jnp.where(failed, jnp.nan, x), dynamic)
+    return eqx.combine(dynamic, static)

@@ -42,6 +42,7 @@ import equinox as eqx
 import jax
 import jax.numpy as jnp
 import numpy as np
+from jaxtyping import Array, Bool
 
 from ._constants import WATER_DENSITY, WATER_HEAT_CAPACITY
 from ._custom_types import Scalar
@@ -194,12 +195,7 @@ class Params(eqx.Module):
                     f"`{name}` must be a real scalar, got shape {shape}: run a batch "
                     "of parameters with `ebm.ensemble` or `jax.vmap`."
                 )
-        failed = jnp.stack(
-            [
-                ~declared.ok(*(getattr(self, name) for name in declared.names()))
-                for declared in _RANGES
-            ]
-        )
+        failed = _failed_ranges(self)
         return eqx.branched_error_if(
             self, jnp.any(failed), jnp.argmax(failed), _TRACED_MESSAGES
         )
@@ -249,3 +245,42 @@ _RANGES: tuple[_Range, ...] = (
     ),
 )
 _TRACED_MESSAGES = tuple(declared.traced_message() for declared in _RANGES)
+
+
+def _failed_ranges(params: Params) -> Bool[Array, " ranges"]:
+    """Whether each of `_RANGES` fails, traceably."""
+    return jnp.stack(
+        [
+            ~jnp.all(declared.ok(*(getattr(params, name) for name in declared.names())))
+            for declared in _RANGES
+        ]
+    )
+
+
+def in_range(params: Params) -> Bool[Array, ""]:
+    """Whether every field of `params` is in its declared range, traceably."""
+    return ~jnp.any(_failed_ranges(params))
+
+
+def allowed_range(name: str) -> str:
+    """What parameter `name` must be, in words (every declared range of it)."""
+    return " and ".join(
+        declared.allowed for declared in _RANGES if declared.name == name
+    )
+
+
+def out_of_range(params: Params, name: str, value) -> str | None:
+    """What `name` must be, if `params` with `name` set to `value` (concrete) breaks
+    a declared range; `None` if it does not, or if a value involved is traced."""
+    for declared in _RANGES:
+        if name not in declared.names():
+            continue
+        values = [
+            _concrete(value) if field == name else _concrete(getattr(params, field))
+            for field in declared.names()
+        ]
+        if any(v is None for v in values):
+            continue
+        if not np.all(declared.ok(*values)):
+            return declared.allowed
+    return None
