@@ -179,3 +179,27 @@ def test_ice_edge_diagnostic():
     T = params.Tf + (60.0 - jnp.abs(lat)) / 3.0 + 0.5
     edge = float(ebm.ice_edge(T, params, grid))
     assert edge == pytest.approx(61.5, abs=1e-9)
+
+
+@pytest.mark.parametrize("n_lat", [3, 5, 7])
+def test_ice_edge_on_an_odd_grid_starts_at_the_equator_cell(n_lat):
+    # A warm equator cell with icy neighbours used to read as a snowball (0): the
+    # equator's own cell is not "northern", and the edge was never interpolated.
+    grid = ebm.Grid(n_lat)
+    params = ebm.Params()
+    lat = grid.lat
+    middle = n_lat // 2
+    T = jnp.where(jnp.arange(n_lat) == middle, 26.0, -29.3)
+    expected = float(lat[middle] + (36.0 / 55.3) * (lat[middle + 1] - lat[middle]))
+    edge = float(ebm.ice_edge(T, params, grid))
+    assert 0.0 < edge < float(lat[middle + 1])
+    assert edge == pytest.approx(expected, rel=1e-12)
+    # An icy equator cell is still a snowball; a warm grid still ice-free.
+    assert float(ebm.ice_edge(jnp.full(n_lat, -29.3), params, grid)) == 0.0
+    assert float(ebm.ice_edge(jnp.full(n_lat, 26.0), params, grid)) == 90.0
+
+
+def test_coarse_equilibrium_reports_its_ice_edge():
+    state = ebm.equilibrium(ebm.Params(), grid=ebm.Grid(3))
+    assert state.T[1] > ebm.Params().Tf > state.T[2]
+    assert 0.0 < float(state.ice_edge) < 60.0

@@ -51,19 +51,23 @@ def ice_edge(T: Temperature, params: Params, grid: Grid) -> Scalar:
     """Latitude of the northern-hemisphere ice edge, degrees.
 
     The first crossing of `Tf`, walking from the equator to the North Pole, linearly
-    interpolated between the two cell centres that straddle it. 90 when no
-    northern cell is below `Tf` (ice-free), 0 when the cell next to the equator
-    already is (snowball). Piecewise smooth in `T` and the parameters, so it has a
-    derivative wherever the edge stays between the same two cells.
+    interpolated between the two cell centres that straddle it. The walk starts at
+    the equator's cell on an odd grid, and at the first northern cell on an even one
+    (no cell is centred on the equator). 90 when no cell of the walk is below `Tf`
+    (ice-free), 0 when its first cell already is (snowball). Piecewise smooth in `T`
+    and the parameters, so it has a derivative wherever the edge stays between the
+    same two cells.
     """
     lat = grid.lat
-    north = lat > 0
-    # Walk poleward from the first northern cell; cells south of it are ignored.
-    below = north & (T < params.Tf)
+    # Index, not `lat >= 0`: the equator's centre is zero only to rounding.
+    first_cell = grid.n_lat // 2
+    walked = jnp.arange(grid.n_lat) >= first_cell
+    # Walk poleward from `first_cell`; cells south of it are ignored.
+    below = walked & (T < params.Tf)
     first = jnp.argmax(below)
     any_ice = jnp.any(below)
     equatorward = jnp.maximum(first - 1, 0)
-    at_equator = (~north[equatorward]) | (first == equatorward)
+    at_equator = first == first_cell
     T_warm, T_cold = T[equatorward], T[first]
     fraction = (T_warm - params.Tf) / jnp.where(T_warm == T_cold, 1.0, T_warm - T_cold)
     edge = lat[equatorward] + fraction * (lat[first] - lat[equatorward])
