@@ -1,3 +1,6 @@
+import re
+
+import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
@@ -130,3 +133,85 @@ def test_version_from_a_source_checkout_without_metadata():
     )
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "0+unknown"
+
+
+_GRID = ebm.Grid(6)
+_ENTRY_POINTS = {
+    "equilibrium": lambda p: ebm.equilibrium(p, grid=_GRID).global_mean,
+    "integrate": lambda p: ebm.integrate(p, years=0.05, grid=_GRID).global_mean,
+    "integrate_fixed": lambda p: (
+        ebm.integrate_fixed(p, dt=0.01, steps=2, grid=_GRID).global_mean
+    ),
+    "seasonal_spinup": lambda p: (
+        ebm.seasonal_spinup(p, years=0, grid=_GRID, steps_per_year=4).annual_global_mean
+    ),
+}
+
+
+@pytest.mark.parametrize("entry", sorted(_ENTRY_POINTS))
+@pytest.mark.parametrize(
+    "name, value, allowed",
+    [("a0", 1.5, "in [0, 1]"), ("ice_width", -1.0, "> 0 K"), ("D", jnp.nan, "finite")],
+)
+def test_traced_parameter_out_of_range_is_refused(entry, name, value, allowed):
+    # Under the user's jit the value is traced: construction cannot check it, and
+    # these used to return `successful`.
+    run = _ENTRY_POINTS[entry]
+    with pytest.raises(Exception, match=f"`{name}` must be {re.escape(allowed)}"):
+        jax.jit(lambda x: run(ebm.Params(**{name: x})))(value)
+
+
+@pytest.mark.parametrize("transform", ["vmap", "grad"])
+def test_range_check_under_vmap_and_grad(transform):
+    run = _ENTRY_POINTS["equilibrium"]
+    bad = jnp.array([0.3, 1.5])
+    if transform == "vmap":
+        with pytest.raises(Exception, match="`a0` must be in"):
+            jax.vmap(lambda a: run(ebm.Params(a0=a)))(bad)
+        good = jax.vmap(lambda a: run(ebm.Params(a0=a)))(jnp.array([0.3, 0.32]))
+        assert bool(jnp.all(jnp.isfinite(good)))
+    else:
+        with pytest.raises(Exception, match="`a0` must be in"):
+            jax.grad(lambda a: run(ebm.Params(a0=a)))(1.5)
+        # The check is transparent to differentiation: the same gradient as
+        # differentiating the unchecked model's finite difference.
+        gradient = jax.jit(jax.grad(lambda a: run(ebm.Params(a0=a))))(0.3)
+        step = 1e-6
+        expected = (run(ebm.Params(a0=0.3 + step)) - run(ebm.Params(a0=0.3 - step))) / (
+            2 * step
+        )
+        assert float(gradient) == pytest.approx(float(expected), rel=1e-5)
+
+
+def test_check_is_one_declaration_for_construction_and_jit():
+    from ebm._params import _RANGES
+
+    # Every declared range is raised at construction with the value, and inside jit
+    # with the same words.
+    for declared in _RANGES:
+        if declared.allowed == "finite":
+            continue
+        assert declared.allowed in declared.traced_message()
+    with pytest.raises(ValueError, match="`ice_width` must be > 0 K, got -1.0"):
+        ebm.Params(ice_width=-1.0)
+    with pytest.raises(Exception, match="`ice_width` must be > 0 K;"):
+        jax.jit(lambda w: ebm.Params(ice_width=w).check())(-1.0)
+
+
+@pytest.mark.parametrize(
+    "value, shown",
+    [("abc", "'abc'"), (1 + 2j, "(1+2j)"), ([1.0, 2.0, 3.0], None)],
+)
+def test_parameter_that_is_not_a_real_number_is_named(value, shown):
+    if shown is None:
+        # A 1-d array is a batch (`ebm.sweep`): accepted here, refused by an entry
+        # point, which runs one member.
+        params = ebm.Params(D=jnp.asarray(value))
+        with pytest.raises(ValueError, match=r"`D` must be a real scalar, got shape"):
+            ebm.equilibrium(params, grid=_GRID)
+        with pytest.raises(ValueError, match=r"`D` must be a real scalar .*\(2, 2\)"):
+            ebm.Params(D=jnp.ones((2, 2)))
+        return
+    with pytest.raises(ValueError, match="must be a real scalar") as info:
+        ebm.Params(S0=value)
+    assert "`S0`" in str(info.value) and shown in str(info.value)
