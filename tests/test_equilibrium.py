@@ -1,8 +1,10 @@
+import diffrax
 import equinox as eqx
 import jax
 import jax.numpy as jnp
 import lineax as lx
 import numpy as np
+import optimistix as optx
 import pytest
 
 import ebm
@@ -200,3 +202,87 @@ def test_non_local_term_gradient_runs_gmres_and_matches_finite_differences(param
     )
     _, _, stats = solver.compute(solver.init(default, {}), jnp.ones_like(T), {})
     assert int(stats["num_steps"]) == 0
+
+
+# Next to a fold: the vanished state's ghost slows the dynamics down, not the solve.
+
+_FOLD_GRID = ebm.Grid(360)
+
+
+@pytest.mark.parametrize("S0", [1257.6, 1258.5, 1259.04])
+def test_equilibrium_below_the_snowball_fold_converges_from_warm(S0):
+    # The snowball fold of this set-up is at 1259.05 W m-2: below it the warm state
+    # is gone, and the way from the warm start crawls past its ghost.
+    params = ebm.Params(S0=S0, ice_width=0.25)
+    state = ebm.equilibrium(params, grid=_FOLD_GRID, start="warm")
+    snowball = ebm.equilibrium(params, grid=_FOLD_GRID, start="cold")
+    assert bool(state.converged) and bool(state.stable)
+    np.testing.assert_allclose(state.T, snowball.T, rtol=0, atol=1e-6)
+    far = ebm.equilibrium(ebm.Params(ice_width=0.25), grid=_FOLD_GRID, start="warm")
+    assert int(state.num_steps) <= 10 * int(far.num_steps)
+
+
+def test_equilibrium_next_to_the_fold_is_where_integration_goes():
+    params = ebm.Params(S0=1259.04, ice_width=0.25)
+    state = ebm.equilibrium(params, grid=_FOLD_GRID, start="warm")
+    run = ebm.integrate(
+        params,
+        years=2000.0,
+        T0="warm",
+        grid=_FOLD_GRID,
+        stepsize_controller=diffrax.PIDController(rtol=1e-10, atol=1e-10),
+    )
+    np.testing.assert_allclose(state.T, run.T, rtol=0, atol=1e-6)
+
+
+def test_equilibrium_just_above_the_fold_stays_on_the_warm_branch():
+    params = ebm.Params(S0=1259.06, ice_width=0.25)
+    state = ebm.equilibrium(params, grid=_FOLD_GRID, start="warm", near_fold=None)
+    assert bool(state.converged) and bool(state.stable)
+    assert 0 < float(state.ice_edge) < 90
+    # It is a steady state of the dynamics: a run from it stays there.
+    run = ebm.integrate(params, years=50.0, T0=state.T, grid=_FOLD_GRID)
+    np.testing.assert_allclose(run.T, state.T, rtol=0, atol=1e-6)
+
+
+def test_any_optimistix_root_finder_is_accepted(params):
+    state = ebm.equilibrium(params, solver=optx.Newton(rtol=1e-10, atol=1e-10))
+    default = ebm.equilibrium(params)
+    assert bool(state.converged) and int(state.restarts) == 0
+    np.testing.assert_allclose(state.T, default.T, rtol=0, atol=1e-8)
+
+
+def test_root_finder_landing_on_a_saddle_is_reported():
+    params = ebm.Params()
+    branch = ebm.continuation(
+        params, "S0", stop=1200.0, save_profiles=True, max_points=200
+    )
+    unstable = np.flatnonzero(~np.asarray(branch.stable))[3]
+    on_saddle = replace(params, "S0", branch.values[unstable])
+    newton = optx.Newton(rtol=1e-10, atol=1e-10)
+    state = ebm.equilibrium(
+        on_saddle, solver=newton, start=branch.T[unstable], throw=False
+    )
+    assert state.result == ebm.RESULTS.unstable_equilibrium
+    assert np.isnan(state.global_mean)
+    with pytest.raises(Exception, match="unstable equilibrium"):
+        ebm.equilibrium(on_saddle, solver=newton, start=branch.T[unstable])
+
+
+def test_failed_solve_gives_nan_and_nan_gradients(params):
+    failed = ebm.equilibrium(params, max_steps=3, throw=False)
+    assert np.all(np.isnan(failed.T))
+    assert np.isnan(failed.global_mean) and np.isnan(failed.ice_edge)
+    assert np.isfinite(failed.residual)  # how far it got: a diagnostic
+    gradient = jax.grad(
+        lambda p: ebm.equilibrium(p, max_steps=3, throw=False).global_mean
+    )(params)
+    assert all(np.isnan(getattr(gradient, name)) for name in NAMES)
+
+
+def test_bad_start_and_max_steps_are_refused_at_once(params):
+    with pytest.raises(ValueError, match="`start` must be finite"):
+        ebm.equilibrium(params, start=np.full(60, np.nan))
+    for max_steps in (0, -1, 2.5):
+        with pytest.raises(ValueError, match="`max_steps` must be an integer >= 1"):
+            ebm.equilibrium(params, max_steps=max_steps)

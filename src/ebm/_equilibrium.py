@@ -35,13 +35,14 @@ import numpy as np
 import optimistix as optx
 from jaxtyping import Array, Bool, Float, Int
 
+from ._checks import check_count
 from ._custom_types import Scalar, Temperature
 from ._grid import Grid
 from ._model import EnergyBalanceModel, present_day_profile
 from ._params import Params
 from ._physics.insolation import legendre_p2
 from ._pseudo_transient import PseudoTransientContinuation
-from ._results import RESULTS
+from ._results import RESULTS, nan_unless_successful
 from ._tridiagonal import TridiagonalPreconditionedGMRES, probe_tridiagonal
 
 
@@ -209,9 +210,12 @@ def equilibrium(
         ice), `"warm"` (ice-free), `"cold"` (snowball), or a profile of shape
         `(n_lat,)`. The result is the stable state that a long `ebm.integrate` from
         the same start reaches.
-    - `solver`: the root-finder (default `ebm.PseudoTransientContinuation()`).
+    - `solver`: the root-finder (default `ebm.PseudoTransientContinuation()`, which
+        follows the model's dynamics from `start` and accepts only stable roots), or
+        any `optimistix.AbstractRootFinder` (e.g. `optx.Newton`); a root it finds
+        that is unstable is reported as `RESULTS.unstable_equilibrium`.
     - `adjoint`: how to differentiate (default implicit, matrix-free GMRES).
-    - `max_steps`: root-finder iteration limit.
+    - `max_steps`: root-finder iteration limit (an integer >= 1).
     - `near_fold`: warn (`ebm.NearFoldWarning`) when the leading eigenvalue is
         within this of zero, W m-2 K-1 (default 1e-2: derivatives amplified 200
         times over the no-feedback response 1/B); `None` never warns. It warns
@@ -219,7 +223,8 @@ def equilibrium(
         `jax.grad` or `jax.jacfwd`. Inside `jit` (and `vmap`) nothing is known while
         tracing: check `leading_eigenvalue` or `condition_number` there.
     - `throw`: if `True` (default), raise when the root-find fails; if `False`,
-        return with `result` set to the failure code.
+        return with `result` set to the failure code, and `T`, `global_mean` and
+        `ice_edge` (and their derivatives) NaN.
 
     **Returns:**
 
@@ -228,11 +233,16 @@ def equilibrium(
 
     **Raises:**
 
-    - `ValueError`: for an unknown `start` or one of the wrong shape.
+    - `ValueError`: for an unknown `start`, one of the wrong shape or not finite,
+        or `max_steps` not an integer >= 1.
     - `EquinoxRuntimeError` (with `throw=True`): when the solve did not converge
         to a stable root, or produced non-finite values.
     """
-    state = _equilibrium(params, grid, model, start, solver, adjoint, max_steps, throw)
+    check_count("max_steps", max_steps, 1)
+    model = resolve_model(model, grid)
+    # Checked here, not inside jit, so that a bad start is a ValueError at once.
+    T0 = initial_profile(start, params, model.grid)
+    state = _equilibrium(params, model, T0, solver, adjoint, max_steps, throw)
     if near_fold is not None:
         leading_eigenvalue = _known(state.leading_eigenvalue)
         condition_number = _known(state.condition_number)
@@ -246,11 +256,9 @@ def equilibrium(
 
 
 @eqx.filter_jit
-def _equilibrium(params, grid, model, start, solver, adjoint, max_steps, throw):
+def _equilibrium(params, model, T0, solver, adjoint, max_steps, throw):
     params = params.check()
-    model = resolve_model(model, grid)
     grid = model.grid
-    T0 = initial_profile(start, params, grid)
     solution = optx.root_find(
         _energy_budget,
         solver,
@@ -261,10 +269,6 @@ def _equilibrium(params, grid, model, start, solver, adjoint, max_steps, throw):
         throw=False,
     )
     T = solution.value
-    result = RESULTS.promote(solution.result)
-    if throw:
-        T = result.error_if(T, result != RESULTS.successful)
-
     T_frozen, params_frozen = jax.lax.stop_gradient((T, params))
     budget, linear = jax.linearize(
         lambda x: model.energy_budget(x, params_frozen), T_frozen
@@ -274,16 +278,29 @@ def _equilibrium(params, grid, model, start, solver, adjoint, max_steps, throw):
     condition_number = jnp.abs(jacobian.lowest_eigenvalue()) / jnp.abs(
         leading_eigenvalue
     )
+    stable = leading_eigenvalue < 0
+    result = RESULTS.promote(solution.result)
+    # A root-finder other than the default may converge onto a saddle.
+    result = RESULTS.where(
+        (result == RESULTS.successful) & ~stable, RESULTS.unstable_equilibrium, result
+    )
+    if throw:
+        T = result.error_if(T, result != RESULTS.successful)
+    outputs = (T, grid.global_mean(T), model.ice_edge(T, params))
+    if not throw:
+        outputs = nan_unless_successful(result, outputs, params)
+    T, global_mean, ice_edge = outputs
     return Equilibrium(
         T=T,
         lat=grid.lat,
-        global_mean=grid.global_mean(T),
-        ice_edge=model.ice_edge(T, params),
+        global_mean=global_mean,
+        ice_edge=ice_edge,
         residual=jnp.max(jnp.abs(budget)),
         leading_eigenvalue=leading_eigenvalue,
         condition_number=condition_number,
-        stable=leading_eigenvalue < 0,
+        stable=stable,
         result=result,
         num_steps=solution.stats["num_steps"],
-        restarts=solution.stats["restarts"],
+        # Only ebm's own root-finder restarts.
+        restarts=solution.stats.get("restarts", jnp.array(0)),
     )

@@ -1,6 +1,9 @@
 """Result codes of every ebm solve, extending diffrax's (which extend optimistix's)."""
 
 import diffrax
+import equinox as eqx
+import jax
+import jax.numpy as jnp
 
 
 class RESULTS(diffrax.RESULTS):  # pyright: ignore[reportGeneralTypeIssues]
@@ -16,6 +19,35 @@ class RESULTS(diffrax.RESULTS):  # pyright: ignore[reportGeneralTypeIssues]
     no_fold = (
         "The branch left `bounds` (or used up `max_points`) without passing a fold."
     )
+    unstable_equilibrium = (
+        "The root-finder converged to an unstable equilibrium (a saddle: the "
+        "Jacobian has a positive eigenvalue), which no time integration reaches. "
+        "Use the default solver, ebm.PseudoTransientContinuation(), which accepts "
+        "only stable roots, or another `start`."
+    )
+
+
+def nan_unless_successful(result: RESULTS, outputs, inputs):
+    """`outputs`, or NaN where `result` is a failure, with NaN derivatives too.
+
+    A failed solve's last iterate is not what the entry point promises, and its
+    derivatives (by the implicit function theorem or through the unfinished run)
+    are finite and wrong. Multiplying the outputs by NaN would carry NaN into the
+    solver's own backward pass (lineax refuses non-finite input), so the solver's
+    path is cut instead, and the NaN reaches every float leaf of `inputs` by a
+    separate term, `NaN * 0 * sum(inputs)`, whose value is zero on success.
+    """
+    ok = result == RESULTS.successful
+    leaves = jax.tree.leaves(eqx.filter(inputs, eqx.is_inexact_array))
+    dependence = sum((0.0 * jnp.sum(leaf) for leaf in leaves), jnp.array(0.0))
+    poison = jnp.where(ok, 0.0, jnp.nan) * dependence
+
+    def mask(x):
+        if not eqx.is_inexact_array(x):
+            return x
+        return jnp.where(ok, x, jax.lax.stop_gradient(x)) + poison.astype(x.dtype)
+
+    return jax.tree.map(mask, outputs)
 
 
 def error_message(error: BaseException) -> str:
