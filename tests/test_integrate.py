@@ -194,3 +194,54 @@ def test_model_split_adds_up_to_the_tendency(params):
     )
     with pytest.raises(ValueError, match="`solver` must be one of"):
         ebm.integrate(params, years=1.0, solver="euler")
+
+
+# --- Fixed steps: stability limit and error estimate ------------------------------
+# (ebm.integrate_fixed; its checkpoint schedules are tested in test_checkpoint.py)
+
+
+@pytest.mark.parametrize("dt, steps", [(2.0, 50), (5.0, 20)])
+def test_fixed_step_above_the_stability_limit_is_refused(params, dt, steps):
+    # IMEX Euler's radiation is explicit: these gave 28.37 degC and 1.06e16 degC
+    # (the equilibrium is 14.86) without a word.
+    with pytest.raises(ValueError, match=rf"`dt` = {dt:g} years.*limit.*years"):
+        ebm.integrate_fixed(params, dt=dt, steps=steps)
+    run = ebm.integrate_fixed(params, dt=dt, steps=steps, throw=False)
+    assert run.result == ebm.RESULTS.unstable_step
+
+    # Under the user's jit the limit is traced: the run's own check raises.
+    @jax.jit
+    def final_mean(params):
+        return ebm.integrate_fixed(params, dt=dt, steps=steps).global_mean
+
+    with pytest.raises(Exception, match="stability limit"):
+        final_mean(params).block_until_ready()
+
+
+def test_fixed_step_within_its_limit_but_inaccurate_is_refused(params):
+    # A year a step is stable for IMEX Euler here (the limit is 1.7 years), but
+    # the first years' steps are far from the solution.
+    with pytest.raises(Exception, match="error_tolerance"):
+        ebm.integrate_fixed(params, dt=1.0, steps=10).T.block_until_ready()
+    run = ebm.integrate_fixed(params, dt=1.0, steps=10, throw=False)
+    assert run.result == ebm.RESULTS.inaccurate_step
+    fine = ebm.integrate_fixed(params, dt=1.0 / 73, steps=730, stepper="imex")
+    assert fine.result == ebm.RESULTS.successful
+    assert float(fine.global_mean) == pytest.approx(
+        float(ebm.equilibrium(params).global_mean), abs=0.05
+    )
+
+
+def test_a_stepper_must_return_its_error_estimate(params):
+    class BareEuler(ebm.AbstractStepper):
+        def init(self, model, params, T0, dt):
+            return None
+
+        def step(self, model, state, t, T, params, dt):
+            return T + dt * model(t, T, params)
+
+        def stability_limit(self, model, params, T0):
+            return jnp.inf
+
+    with pytest.raises(TypeError, match="must return a pair"):
+        ebm.integrate_fixed(params, dt=0.001, steps=2, stepper=BareEuler())

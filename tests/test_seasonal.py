@@ -420,3 +420,72 @@ def test_unconverged_shooting_says_so():
 def test_bad_arguments_are_named(kwargs, match):
     with pytest.raises(ValueError, match=match):
         ebm.periodic_equilibrium(PARAMS, grid=GRID, **kwargs)
+
+
+# --- a fixed step that is wrong says so -----------------------------------------
+
+# climlab's configuration (90 cells) with its near-step albedo, cell-centred.
+SHARP_MODEL = ebm.seasonal_model(ebm.Grid(90), albedo=ebm.SmoothIceAlbedo())
+
+
+@pytest.fixture(scope="module")
+def sharp_reference():
+    """The converged cycle's annual global mean at each width: IMEX at 5,840 steps
+    (ROS2 at 5,840 agrees to 0.003 K at 0.1 K; at 0.01 K it is refused)."""
+    return {
+        width: float(
+            ebm.seasonal_spinup(
+                replace(PARAMS, "ice_width", width),
+                model=SHARP_MODEL,
+                years=10,
+                stepper="imex",
+                steps_per_year=5840,
+            ).annual_global_mean
+        )
+        for width in (0.1, 0.01)
+    }
+
+
+@pytest.mark.parametrize("width", [0.1, 0.01])
+def test_sharp_ice_edge_is_right_or_refused(width, sharp_reference):
+    # ROS2 linearises the albedo across a 0.1 K step: the spin-up went to a snowball
+    # (-40 degC) at 0.1 K and to 17.9 degC at 0.01 K, both reported as successes.
+    params = replace(PARAMS, "ice_width", width)
+    with pytest.raises(Exception, match="error_tolerance"):
+        ebm.seasonal_spinup(params, model=SHARP_MODEL, years=3).T0.block_until_ready()
+    failed = ebm.seasonal_spinup(params, model=SHARP_MODEL, years=3, throw=False)
+    assert failed.result == ebm.RESULTS.inaccurate_step
+    assert float(failed.step_error) > 10.0
+    # IMEX (radiation explicit) at the default 365 steps is right, and passes.
+    imex = ebm.seasonal_spinup(params, model=SHARP_MODEL, years=10, stepper="imex")
+    assert imex.converged and float(imex.step_error) < 1.0
+    assert float(imex.annual_global_mean) == pytest.approx(
+        sharp_reference[width], abs=0.05
+    )
+
+
+def test_too_few_steps_per_year_are_refused():
+    # Four steps a year gave -5.3 degC (12.5 at 48) as a success.
+    with pytest.raises(Exception, match="steps_per_year"):
+        ebm.seasonal_spinup(PARAMS, grid=GRID, years=1, steps_per_year=4).T0
+    cycle = ebm.seasonal_spinup(
+        PARAMS, grid=GRID, years=1, steps_per_year=4, throw=False
+    )
+    assert cycle.result == ebm.RESULTS.inaccurate_step
+    # The estimate is conservative, not a wall: a looser tolerance lets it through.
+    loose = ebm.seasonal_spinup(
+        PARAMS,
+        grid=GRID,
+        years=1,
+        steps_per_year=4,
+        error_tolerance=2 * float(cycle.step_error),
+    )
+    assert loose.converged
+    with pytest.raises(ValueError, match="`error_tolerance`"):
+        ebm.seasonal_spinup(PARAMS, grid=GRID, years=1, error_tolerance=-1.0)
+
+
+def test_default_cycle_passes_its_error_check(cycle):
+    # 73 ROS2 steps a year are within 0.1 K of the converged cycle; the estimate
+    # (its embedded first-order solution's) is several K but within the default.
+    assert cycle.converged and 0.0 < float(cycle.step_error) < 10.0

@@ -53,7 +53,15 @@ from ._grid import Grid
 from ._model import EnergyBalanceModel
 from ._params import Params
 from ._results import RESULTS
-from ._stepper import resolve_stepper
+from ._stepper import (
+    accumulate_error,
+    check_stability,
+    fixed_step_result,
+    resolve_error_tolerance,
+    resolve_stepper,
+    stability_limit,
+    step_with_error,
+)
 from ._tridiagonal import ProbedTridiagonal
 
 
@@ -421,10 +429,17 @@ def _integrate(
     )
 
 
-def _fixed_step(index, T, args):
+def _fixed_step(index, carry, args):
+    """One step of the state, its estimated error in each cell (`accumulate_error`)
+    and the largest of those so far, K."""
     model, stepper, params, stepper_state, dt = args
+    T, error, worst = carry
     t = index.astype(T.dtype) * dt
-    return stepper.step(model, stepper_state, t, T, params, dt)
+    T_next, local_error = step_with_error(
+        stepper, model, stepper_state, t, T, params, dt
+    )
+    error = accumulate_error(error, local_error, dt)
+    return T_next, error, jnp.maximum(worst, jnp.max(jnp.abs(error)))
 
 
 def integrate_fixed(
@@ -437,6 +452,7 @@ def integrate_fixed(
     T0=None,
     stepper="imex",
     checkpoint="sqrt",
+    error_tolerance=None,
     throw: bool = True,
 ) -> Trajectory:
     """Integrate the model for `steps` fixed steps of `dt` years.
@@ -444,6 +460,12 @@ def integrate_fixed(
     The loop is a `lax.scan` (or, for the reverse-mode-only schedules, a custom
     backward pass), and `checkpoint` decides what reverse mode stores and recomputes:
     see `ebm.AbstractCheckpoint` and the README's "Choosing an adjoint".
+
+    A fixed step is not chosen for accuracy, so the run checks it two ways: `dt`
+    must be within the stepper's stability limit at `T0` (see `ebm.AbstractStepper`),
+    and the run's estimated error must stay within `error_tolerance`: each cell's
+    local error estimates, added with their signs and forgotten over a year
+    (e-folding), the largest at any step and cell. Neither check is differentiated.
 
     **Arguments:**
 
@@ -460,8 +482,13 @@ def integrate_fixed(
         (default), `("nested", levels)`, `("binomial", checkpoints)`, `"recursive"`
         or `("recursive", checkpoints)` (diffrax's `RecursiveCheckpointAdjoint`), or
         an `ebm.AbstractCheckpoint` (e.g. with a `policy=`).
-    - `throw`: raise if the state becomes non-finite (default), else return the
-        failure in `result`.
+    - `error_tolerance`: the largest estimated error allowed, K (`inf` turns the
+        check off). Default: 1 for the Euler steppers, whose estimates track their
+        error; 10 for `"rosenbrock"`, whose estimate (its embedded first-order
+        solution's) overstates its own error 40 to 80 times.
+    - `throw`: raise if the run fails (default), else return the failure in
+        `result`: `RESULTS.unstable_step`, `RESULTS.nonfinite_state` or
+        `RESULTS.inaccurate_step`.
 
     **Returns:**
 
@@ -469,19 +496,33 @@ def integrate_fixed(
 
     **Raises:**
 
-    - `ValueError`: for a bad `dt`, `steps`, `T0`, `stepper` or `checkpoint`.
-    - `EquinoxRuntimeError`: for `stepper="explicit"` above its stability limit, and
-        (with `throw=True`) when the state becomes non-finite.
+    - `ValueError`: for a bad `dt`, `steps`, `T0`, `stepper`, `checkpoint` or
+        `error_tolerance`, and (with `throw=True`, for known parameters) when `dt`
+        is above the stepper's stability limit, with the limit.
+    - `EquinoxRuntimeError` (with `throw=True`): when the run fails (a traced `dt`
+        above the stability limit, a non-finite state, or the error estimate above
+        `error_tolerance`).
     """
     model = resolve_model(model, grid)
     check_count("steps", steps, 1)
     _check_positive("dt", dt)
     T0 = initial_profile("present" if T0 is None else T0, params, model.grid, "T0")
     stepper = resolve_stepper(stepper)
+    error_tolerance = resolve_error_tolerance(error_tolerance, stepper)
     checkpoint = resolve_checkpoint(checkpoint)
+    limit = check_stability(stepper, model, params, T0, dt, throw)
     try:
         return _integrate_fixed(
-            params, dt, steps, model, T0, stepper, checkpoint, throw
+            params,
+            dt,
+            steps,
+            model,
+            T0,
+            stepper,
+            checkpoint,
+            error_tolerance,
+            limit,
+            throw,
         )
     except TypeError as error:
         if _is_forward_mode_error(error):
@@ -495,7 +536,7 @@ def integrate_fixed(
 
 @eqx.filter_jit
 def _integrate_fixed(
-    params, dt, steps, model, T0, stepper, checkpoint, throw
+    params, dt, steps, model, T0, stepper, checkpoint, error_tolerance, limit, throw
 ) -> Trajectory:
     params = params.check()
     if isinstance(dt, jax.Array):
@@ -504,13 +545,17 @@ def _integrate_fixed(
             jnp.logical_not(jnp.isfinite(dt) & (dt > 0)),
             "`dt` must be positive and finite (years).",
         )
+    if limit is None:
+        limit = stability_limit(stepper, model, params, T0)
+    unstable = dt > limit
     stepper_state = stepper.init(model, params, T0, dt)
     args = (model, stepper, params, stepper_state, dt)
-    T = checkpoint.loop(_fixed_step, T0, args, steps)
+    carry = (T0, jnp.zeros_like(T0), jnp.zeros((), T0.dtype))
+    T, _, step_error = checkpoint.loop(_fixed_step, carry, args, steps)
     finite = jnp.all(jnp.isfinite(T))
-    result = RESULTS.where(finite, RESULTS.successful, RESULTS.nonfinite_state)
+    result = fixed_step_result(finite, step_error, unstable, error_tolerance)
     if throw:
-        T = result.error_if(T, jnp.logical_not(finite))
+        T = result.error_if(T, result != RESULTS.successful)
     return Trajectory(
         T=T,
         lat=model.grid.lat,

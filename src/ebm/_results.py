@@ -11,6 +11,21 @@ class RESULTS(diffrax.RESULTS):  # pyright: ignore[reportGeneralTypeIssues]
         "The temperature became non-finite during a fixed-step run: the step is too "
         "large for the stepper (try IMEXEuler, or a smaller dt)."
     )
+    unstable_step = (
+        "The fixed time step is above the stepper's stability limit at the start of "
+        "the run (IMEXEuler: 2 C / B and the ice-albedo feedback's slope, from its "
+        "explicit radiation; ExplicitEuler: the diffusive limit; Rosenbrock2 and "
+        "LinearlyImplicitEuler: the ice-albedo feedback's growth rate): take a "
+        "smaller `dt` (more `steps_per_year`), or another stepper (`stepper=`)."
+    )
+    inaccurate_step = (
+        "The fixed-step run's estimated time-stepping error (its steps' local error "
+        "estimates, accumulated over about a year) exceeded `error_tolerance` (K): "
+        "take more steps per year "
+        "(`steps_per_year`) or a smaller `dt`, use another stepper (stepper='imex' "
+        "at a sharp ice edge, where the linearly implicit steppers go wrong), or "
+        "widen the ice transition (`ice_width`)."
+    )
     step_too_small = (
         "The continuation step fell below `min_step`: the corrector did not converge "
         "even for tiny steps (a corner sharper than the grid resolves, or a "

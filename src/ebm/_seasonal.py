@@ -64,7 +64,13 @@ from ._model import EnergyBalanceModel
 from ._params import Params
 from ._physics.insolation import DailyInsolation
 from ._results import RESULTS
-from ._stepper import resolve_stepper
+from ._stepper import (
+    check_stability,
+    fixed_step_result,
+    resolve_error_tolerance,
+    resolve_stepper,
+    stability_limit,
+)
 
 
 STEPS_PER_YEAR = 365
@@ -113,38 +119,68 @@ def _check_orbit(T, params: Params) -> Temperature:
     )
 
 
+def _no_error(T0):
+    """The carry of `_fixed_step` at the start of a year: no error yet."""
+    return T0, jnp.zeros_like(T0), jnp.zeros((), T0.dtype)
+
+
 class _Year(eqx.Module):
-    """One year of equal steps: the flow map and its trajectory."""
+    """One year of equal steps: the flow map and its trajectory, each with the
+    year's error estimate (K, not differentiated)."""
 
     model: EnergyBalanceModel
     stepper: eqx.Module
     checkpoint: eqx.Module
     steps: int
 
+    @property
+    def dt(self) -> float:
+        return 1.0 / self.steps
+
     def _args(self, params, T0):
-        dt = 1.0 / self.steps
-        state = self.stepper.init(self.model, params, T0, dt)
-        return (self.model, self.stepper, params, state, dt)
+        state = self.stepper.init(self.model, params, T0, self.dt)
+        return (self.model, self.stepper, params, state, self.dt)
+
+    def unstable(self, T0, params, limit=None):
+        """Whether the step is above the stepper's stability limit at `T0` (`limit`,
+        when known)."""
+        if limit is None:
+            limit = stability_limit(self.stepper, self.model, params, T0)
+        return self.dt > limit
+
+    def flow_and_error(self, T0, params):
+        """The state a year after `T0`, and the year's error estimate."""
+        args = self._args(params, T0)
+        T, _, error = self.checkpoint.loop(_fixed_step, _no_error(T0), args, self.steps)
+        return T, error
 
     def flow(self, T0, params):
         """The state a year after `T0`."""
-        args = self._args(params, T0)
-        return self.checkpoint.loop(_fixed_step, T0, args, self.steps)
+        return self.flow_and_error(T0, params)[0]
 
     def trajectory(self, T0, params):
-        """The state at the start of every step, and at the year's end."""
+        """The state at the start of every step, the year's end and its error."""
         args = self._args(params, T0)
 
-        def body(T, index):
-            return _fixed_step(index, T, args), T
+        def body(carry, index):
+            return _fixed_step(index, carry, args), carry[0]
 
-        return jax.lax.scan(body, T0, jnp.arange(self.steps))
+        (T_end, _, error), T = jax.lax.scan(body, _no_error(T0), jnp.arange(self.steps))
+        return T_end, T, error
 
     def spin(self, T0, params, years):
-        """`T0` after `years` years (not differentiated)."""
+        """`T0` after `years` years, and the largest year's error estimate (not
+        differentiated)."""
         dynamic, static = eqx.partition((T0, params, self), eqx.is_inexact_array)
         T0, params, year = eqx.combine(jax.lax.stop_gradient(dynamic), static)
-        return jax.lax.fori_loop(0, years, lambda _, T: year.flow(T, params), T0)
+
+        def one_year(_, carry):
+            T, worst = carry
+            T, error = year.flow_and_error(T, params)
+            return T, jnp.maximum(worst, error)
+
+        zero = jnp.zeros((), T0.dtype)
+        return jax.lax.fori_loop(0, years, one_year, (T0, zero))
 
 
 class SeasonalCycle(eqx.Module):
@@ -162,6 +198,11 @@ class SeasonalCycle(eqx.Module):
     - `ice_edge`: the northern-hemisphere ice edge at each time, degrees.
     - `annual_mean_ice_edge`: the ice edge's mean over the year, degrees.
     - `residual`: largest change of any cell over the year, `max |Phi(T0) - T0|`, K.
+    - `step_error`: the time stepping's estimated error over the year, K: each
+        cell's local error estimates added with their signs, forgotten over a year,
+        the largest of any cell and step (see `ebm.integrate_fixed`); for
+        `ebm.seasonal_spinup`, over every year it ran. Checked against
+        `error_tolerance`.
     - `result`: an `ebm.RESULTS`; `RESULTS.successful` when converged.
     - `num_steps`: Newton steps taken (years spun up, for `ebm.seasonal_spinup`).
     """
@@ -176,6 +217,7 @@ class SeasonalCycle(eqx.Module):
     ice_edge: Float[Array, " time"]
     annual_mean_ice_edge: Scalar
     residual: Scalar
+    step_error: Scalar
     result: RESULTS
     num_steps: Int[Array, ""]
 
@@ -190,11 +232,22 @@ class SeasonalCycle(eqx.Module):
         return self.result == RESULTS.successful
 
 
-def _cycle(year: _Year, T0, params, result, num_steps) -> SeasonalCycle:
-    """Run the year from `T0` and summarise it."""
-    T_end, T = year.trajectory(T0, params)
+def _cycle(
+    year: _Year,
+    T0,
+    params,
+    result,
+    num_steps,
+    error_tolerance,
+    unstable,
+    earlier_error=0.0,
+) -> SeasonalCycle:
+    """Run the year from `T0` and summarise it; the years before it (a spin-up)
+    had at most `earlier_error`."""
+    T_end, T, step_error = year.trajectory(T0, params)
+    step_error = jnp.maximum(step_error, earlier_error)
     finite = jnp.all(jnp.isfinite(T)) & jnp.all(jnp.isfinite(T_end))
-    result = RESULTS.where(finite, result, RESULTS.nonfinite_state)
+    result = fixed_step_result(finite, step_error, unstable, error_tolerance, result)
     model = year.model
     ice_edge = jax.vmap(model.ice_edge, in_axes=(0, None))(T, params)
     return SeasonalCycle(
@@ -208,6 +261,7 @@ def _cycle(year: _Year, T0, params, result, num_steps) -> SeasonalCycle:
         ice_edge=ice_edge,
         annual_mean_ice_edge=jnp.mean(ice_edge),
         residual=jnp.max(jnp.abs(T_end - T0)),
+        step_error=step_error,
         result=result,
         num_steps=num_steps,
     )
@@ -237,6 +291,7 @@ def periodic_equilibrium(
     solver: optx.AbstractRootFinder | None = None,
     adjoint: optx.AbstractAdjoint | None = None,
     max_steps: int = 32,
+    error_tolerance=None,
     throw: bool = True,
 ) -> SeasonalCycle:
     """The seasonal cycle: the periodic steady state, by Newton-Krylov shooting.
@@ -261,6 +316,14 @@ def periodic_equilibrium(
         `rtol = atol = 1e-10` K).
     - `adjoint`: the optimistix adjoint (default `ImplicitAdjoint` with GMRES).
     - `max_steps`: Newton step limit.
+    - `error_tolerance`: the largest estimated time-stepping error allowed in the
+        cycle's year, K (`step_error`; `inf` turns the check off). Default: 10 for
+        `"rosenbrock"`, whose estimate (its embedded first-order solution's)
+        overstates its own error 40 to 80 times (0.6 K at the default 365 steps a
+        year, where the cycle is within 0.01 K of the converged one); 1 for the
+        Euler steppers, whose estimates track their error. (Years of the spin-up
+        are not checked unless Newton fails: an inaccurate year is then the likelier
+        cause, and its fix the one named.)
     - `throw`: raise when the solve fails (default), else report it in `result`.
         (A derivative's implicit linear solve raises when it fails either way:
         optimistix does not return its result code.)
@@ -272,32 +335,59 @@ def periodic_equilibrium(
 
     **Raises:**
 
-    - `ValueError`: for a bad `start`, `steps_per_year`, `spinup_years`, `stepper`
-        or `checkpoint`.
+    - `ValueError`: for a bad `start`, `steps_per_year`, `spinup_years`, `stepper`,
+        `checkpoint` or `error_tolerance`, and (with `throw=True`, for known
+        parameters) when `1 / steps_per_year` is above the stepper's stability limit
+        at `start`, with the limit.
     - `EquinoxRuntimeError` (with `throw=True`): when Newton did not converge, the
-        state became non-finite, or traced orbital parameters are out of range.
+        step was above the stability limit (traced parameters) or the year's error
+        estimate above `error_tolerance`, the state became non-finite, or traced
+        orbital parameters are out of range.
     """
     model = _resolve_model(model, grid)
     stepper, checkpoint = _resolve_year(stepper, checkpoint, steps_per_year)
     check_count("spinup_years", spinup_years, 0)
+    error_tolerance = resolve_error_tolerance(error_tolerance, stepper)
     T_start = initial_profile(start, params, model.grid)
+    limit = check_stability(
+        stepper, model, params, T_start, 1.0 / steps_per_year, throw, steps_per_year
+    )
     if solver is None:
         solver = optx.Newton(rtol=1e-10, atol=1e-10, linear_solver=_krylov(1e-6, 1e-6))
     if adjoint is None:
         adjoint = optx.ImplicitAdjoint(linear_solver=_krylov(1e-11, 1e-11))
     year = _Year(model, stepper, checkpoint, steps_per_year)
     return _periodic_equilibrium(
-        params, year, T_start, spinup_years, solver, adjoint, max_steps, throw
+        params,
+        year,
+        T_start,
+        spinup_years,
+        solver,
+        adjoint,
+        max_steps,
+        error_tolerance,
+        limit,
+        throw,
     )
 
 
 @eqx.filter_jit
 def _periodic_equilibrium(
-    params, year, T_start, spinup_years, solver, adjoint, max_steps, throw
+    params,
+    year,
+    T_start,
+    spinup_years,
+    solver,
+    adjoint,
+    max_steps,
+    error_tolerance,
+    limit,
+    throw,
 ) -> SeasonalCycle:
     params = params.check()
     T_start = _check_orbit(T_start, params)
-    T_guess = year.spin(T_start, params, spinup_years)
+    unstable = year.unstable(T_start, params, limit)
+    T_guess, spinup_error = year.spin(T_start, params, spinup_years)
     solution = optx.root_find(
         _shooting_residual,
         solver,
@@ -308,11 +398,24 @@ def _periodic_equilibrium(
         throw=False,
     )
     result = RESULTS.promote(solution.result)
+    # Newton (or GMRES) failing on inaccurate years is the symptom, not the cause.
+    failed = result != RESULTS.successful
+    result = fixed_step_result(
+        True, jnp.where(failed, spinup_error, 0.0), unstable, error_tolerance, result
+    )
     T0 = solution.value
     if throw:
         # Before anything is derived from it, so that no output escapes the check.
         T0 = result.error_if(T0, result != RESULTS.successful)
-    cycle = _cycle(year, T0, params, result, solution.stats["num_steps"])
+    cycle = _cycle(
+        year,
+        T0,
+        params,
+        result,
+        solution.stats["num_steps"],
+        error_tolerance,
+        unstable,
+    )
     if throw:
         cycle = _raise_unless_converged(cycle)
     return cycle
@@ -335,6 +438,8 @@ def seasonal_spinup(
     steps_per_year: int = STEPS_PER_YEAR,
     stepper="rosenbrock",
     checkpoint="none",
+    error_tolerance=None,
+    throw: bool = True,
 ) -> SeasonalCycle:
     """The seasonal cycle by spinning up: `years` years from `start`, then one more.
 
@@ -348,23 +453,54 @@ def seasonal_spinup(
     - `years`: years to spin up before the year that is returned (an integer >= 0).
         They are not differentiated (the cycle does not depend on where they
         started; differentiate `ebm.periodic_equilibrium`); the last year is.
+    - `error_tolerance`: as for `ebm.periodic_equilibrium`, but checked on every
+        year run: an inaccurate year of the spin-up can take it to another climate.
+    - `throw`: raise when the run fails (default), else report it in `result`.
 
     **Returns:**
 
     An `ebm.SeasonalCycle` of the last year; its `residual` says how far from
-    periodic it still is, and `num_steps` is `years`.
+    periodic it still is, `num_steps` is `years`, and `step_error` is the largest
+    error estimate of any year run.
+
+    **Raises:**
+
+    - `ValueError`: as for `ebm.periodic_equilibrium`.
+    - `EquinoxRuntimeError` (with `throw=True`): when a year's error estimate is
+        above `error_tolerance`, the step above the stability limit (traced
+        parameters), the state non-finite, or traced orbital parameters out of
+        range.
     """
     model = _resolve_model(model, grid)
     stepper, checkpoint = _resolve_year(stepper, checkpoint, steps_per_year)
     check_count("years", years, 0)
+    error_tolerance = resolve_error_tolerance(error_tolerance, stepper)
     T_start = initial_profile(start, params, model.grid)
+    limit = check_stability(
+        stepper, model, params, T_start, 1.0 / steps_per_year, throw, steps_per_year
+    )
     year = _Year(model, stepper, checkpoint, steps_per_year)
-    return _seasonal_spinup(params, year, T_start, years)
+    return _seasonal_spinup(params, year, T_start, years, error_tolerance, limit, throw)
 
 
 @eqx.filter_jit
-def _seasonal_spinup(params, year, T_start, years) -> SeasonalCycle:
+def _seasonal_spinup(
+    params, year, T_start, years, error_tolerance, limit, throw
+) -> SeasonalCycle:
     params = params.check()
     T_start = _check_orbit(T_start, params)
-    T0 = year.spin(T_start, params, years)
-    return _cycle(year, T0, params, RESULTS.successful, jnp.asarray(years))
+    unstable = year.unstable(T_start, params, limit)
+    T0, spinup_error = year.spin(T_start, params, years)
+    cycle = _cycle(
+        year,
+        T0,
+        params,
+        RESULTS.successful,
+        jnp.asarray(years),
+        error_tolerance,
+        unstable,
+        spinup_error,
+    )
+    if throw:
+        cycle = _raise_unless_converged(cycle)
+    return cycle
