@@ -283,3 +283,61 @@ def test_sensitivity_profiles_plot(params, tmp_path):
     plot_sensitivity(result, params, tmp_path / "s.png")
     assert (tmp_path / "s.png").stat().st_size > 10_000
     assert result.names == ("D", "forcing", "water_depth")
+
+
+# --- Refusals up front -----------------------------------------------------------
+
+
+@pytest.mark.parametrize("name", ["eccentricity", "obliquity", "long_peri"])
+def test_fit_refuses_a_parameter_the_model_does_not_use(params, name):
+    # The default P2Insolation has no orbit: the gradient is exactly zero, and the
+    # fit used to report convergence at step 0.
+    grid = ebm.Grid(6)
+    target = ebm.equilibrium(params, grid=grid).T + 0.5
+    with pytest.raises(ValueError, match=f"`{name}`.*does not depend on") as info:
+        ebm.fit(params, target, fit=("D", name), grid=grid)
+    message = str(info.value)
+    assert "insolation (P2Insolation): S0, s2" in message
+    assert "transport (DiffusiveTransport): D" in message
+    assert "DailyInsolation" in message
+
+
+def test_fit_refuses_water_depth_through_an_equilibrium_only(params):
+    from ebm._fit import _check_fitted_parameters_enter
+
+    model = ebm.EnergyBalanceModel(ebm.Grid(6))
+    with pytest.raises(ValueError, match="`water_depth`.*equilibrium"):
+        _check_fitted_parameters_enter(
+            params, ("water_depth",), "equilibrium", None, None, model, "present"
+        )
+    # A run's tendency does depend on the heat capacity.
+    _check_fitted_parameters_enter(
+        params, ("water_depth",), "trajectory", [1.0], None, model, "present"
+    )
+
+
+def test_fit_refuses_a_non_finite_target(params):
+    grid = ebm.Grid(6)
+    target = np.asarray(ebm.equilibrium(params, grid=grid).T).copy()
+    target[2] = np.nan
+    # Used to be blamed on "a fold" at step 0.
+    with pytest.raises(ValueError, match=r"`target` must be finite.*index \(2,\)"):
+        ebm.fit(params, target, grid=grid)
+
+
+def test_sensitivity_and_hessian_warn_near_a_fold(params):
+    # Near a fold the derivatives blow up; equilibrium warned, these two did not.
+    # The threshold is raised past this state's leading eigenvalue (-1.6 W m-2 K-1
+    # on 6 cells) so that the warning's wiring is tested without walking to a fold.
+    grid = ebm.Grid(6)
+    leading = float(ebm.equilibrium(params, grid=grid).leading_eigenvalue)
+    assert -2.0 < leading < -1.0
+    with pytest.warns(ebm.NearFoldWarning, match="close to a fold") as record:
+        ebm.sensitivity(params, names=("D",), grid=grid, near_fold=2.0)
+    assert f"{leading:.3g}" in str(record[0].message)
+    with pytest.warns(ebm.NearFoldWarning, match="close to a fold"):
+        ebm.hessian(params, names=("D",), grid=grid, near_fold=2.0)
+    # Far from it (the default threshold), or opted out: silent (warnings are
+    # errors in this suite).
+    ebm.sensitivity(params, names=("D",), grid=grid)
+    ebm.hessian(params, names=("D",), grid=grid, near_fold=None)

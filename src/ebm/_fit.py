@@ -20,6 +20,7 @@ grow with the number of steps.
 """
 
 import sys
+import warnings
 from collections.abc import Callable, Sequence
 
 import diffrax
@@ -30,7 +31,13 @@ import numpy as np
 import optax
 from jaxtyping import Array, Float
 
-from ._equilibrium import equilibrium, resolve_model
+from ._equilibrium import (
+    NearFoldWarning,
+    _near_fold_message,
+    equilibrium,
+    initial_profile,
+    resolve_model,
+)
 from ._grid import Grid
 from ._integrate import check_count, integrate
 from ._model import EnergyBalanceModel
@@ -169,7 +176,10 @@ def fit(
     **Raises:**
 
     - `ValueError`: for an unknown `through` or field name, a target of the wrong
-        shape, missing or bad `times`, or bad `steps`.
+        shape or with non-finite values, missing or bad `times`, bad `steps`, or a
+        fitted parameter that the model's energy budget (through `"equilibrium"`) or
+        tendency (through `"trajectory"`) does not depend on, such as the orbit
+        under the default `P2Insolation`, or `water_depth` through an equilibrium.
     - `RuntimeError`: when the model fails to converge at an iterate (the message
         names the parameter values).
     """
@@ -177,10 +187,11 @@ def fit(
     check_count("steps", steps, 1)
     model = resolve_model(model, grid)
     grid = model.grid
-    target = jnp.asarray(target, float)
+    target = _check_target(target)
     loss_fn = _loss_function(
         params, target, names, through, times, T0, model, start, adjoint
     )
+    _check_fitted_parameters_enter(params, names, through, times, T0, model, start)
     if optimizer is None:
         optimizer = optax.adam(0.05)
     coordinates = {
@@ -243,6 +254,106 @@ def fit(
         loss_history=np.asarray(history),
         converged=converged,
         num_steps=step,
+    )
+
+
+def _check_target(target) -> Array:
+    """`target` as a float array, every value finite (a NaN would otherwise surface
+    as an unconverged model many steps later)."""
+    try:
+        array = np.asarray(target, dtype=float)
+    except (TypeError, ValueError) as error:
+        raise ValueError(
+            f"`target` must be an array of temperatures (degC), got {target!r}."
+        ) from error
+    bad = ~np.isfinite(array)
+    if np.any(bad):
+        first = tuple(int(i) for i in np.argwhere(bad)[0])
+        raise ValueError(
+            f"`target` must be finite everywhere, got {int(bad.sum())} non-finite "
+            f"value(s), the first {array[first]} at index {first}. Fill or drop the "
+            "missing cells (the misfit has no mask)."
+        )
+    return jnp.asarray(array)
+
+
+def _term_outputs(model: EnergyBalanceModel, T, params: Params, t, through: str):
+    """Each term of the model's budget (and heat capacity, for a run) at `T`."""
+    grid = model.grid
+    outputs = {
+        "insolation": model.insolation(params, grid, t),
+        "albedo": model.albedo(T, params, grid),
+        "longwave": model.longwave(T, params, grid),
+        "transport": model.transport.convergence(T, params, grid),
+        "forcing": params.forcing,
+    }
+    if through == "trajectory":
+        outputs["heat_capacity"] = model.heat_capacity(params, grid)
+    return outputs
+
+
+@eqx.filter_jit
+def _term_dependence(model, T, params, t, through, names):
+    """For each term, whether its output moves with each named parameter (a
+    forward-mode derivative that is not exactly zero)."""
+
+    def outputs(values):
+        return _term_outputs(model, T, with_values(params, values), t, through)
+
+    values = {name: getattr(params, name) for name in names}
+    jacobian = jax.jacfwd(outputs)(values)
+    return {
+        term: {name: jnp.any(by_name[name] != 0) for name in names}
+        for term, by_name in jacobian.items()
+    }
+
+
+def _check_fitted_parameters_enter(params, names, through, times, T0, model, start):
+    """Refuse a fitted parameter that the solved equation does not depend on: its
+    gradient is exactly zero, and the fit would 'converge' at step 0."""
+    if through == "equilibrium":
+        T, t = initial_profile(start, params, model.grid), None
+    else:
+        T = initial_profile("present" if T0 is None else T0, params, model.grid, "T0")
+        t = jnp.asarray(0.0)
+    dependence = _term_dependence(
+        model, T, jax.lax.stop_gradient(params), t, through, names
+    )
+    unused = [
+        name
+        for name in names
+        if not any(bool(by_name[name]) for by_name in dependence.values())
+    ]
+    if not unused:
+        return
+    every = Params.field_names()
+    used = _term_dependence(model, T, params, t, through, every)
+    described = "; ".join(
+        (
+            "the uniform forcing: forcing"
+            if term == "forcing"
+            else f"{term} ({type(getattr(model, term)).__name__}): "
+            + (", ".join(name for name in every if bool(by_name[name])) or "none")
+        )
+        for term, by_name in used.items()
+    )
+    solved = (
+        "equilibrium (its energy budget; the heat capacity does not set it)"
+        if through == "equilibrium"
+        else "run (its tendency)"
+    )
+    orbital = ("eccentricity", "obliquity", "long_peri")
+    hint = (
+        " The orbital parameters enter only through an orbital insolation "
+        "(ebm.DailyInsolation, ebm.AnnualMeanInsolation)."
+        if any(name in orbital for name in unused)
+        else ""
+    )
+    raise ValueError(
+        f"`fit` names {', '.join(f'`{name}`' for name in unused)}, which this "
+        f"model's {solved} does not depend on: its gradient is zero and the fit "
+        f"would stop at once. The terms and the parameters they use: {described}."
+        f"{hint}"
     )
 
 
@@ -310,7 +421,7 @@ def _loss_function(
 
     def loss(coordinates):
         values = {name: from_unconstrained(name, coordinates[name]) for name in names}
-        T, converged = output(with_values(params, values))
+        T, converged = output(with_values(params, values).check())
         # An unconverged solve is an infinite loss, so that a line search backs off
         # instead of the fit stopping; no derivative flows through it.
         T = jnp.where(converged, T, jax.lax.stop_gradient(T))
@@ -357,6 +468,7 @@ def sensitivity(
     grid: Grid | None = None,
     model: EnergyBalanceModel | None = None,
     start="present",
+    near_fold: float | None = 1e-2,
 ) -> Sensitivity:
     """Forward-mode Jacobian of an output with respect to parameters.
 
@@ -369,7 +481,9 @@ def sensitivity(
         `"trajectory"` (the state after `years` from `T0`, under
         `diffrax.ForwardMode`: memory independent of the number of steps).
     - `years`, `T0`: the run (trajectory only).
-    - `grid`, `model`, `start`: as for `ebm.equilibrium`.
+    - `grid`, `model`, `start`, `near_fold`: as for `ebm.equilibrium`: through an
+        equilibrium within `near_fold` of a fold, the derivatives grow without
+        bound, and it warns (`ebm.NearFoldWarning`; not inside `jit`).
 
     **Returns:**
 
@@ -385,7 +499,8 @@ def sensitivity(
     fn, values = _output_function(
         params, output, names, through, years, T0, model, start, "forward"
     )
-    value, jacobian = _value_and_jacfwd(fn, values)
+    (value, diagnostics), jacobian = _value_and_jacfwd(fn, values)
+    _warn_near_fold(diagnostics, near_fold)
     return Sensitivity(
         output=output,
         value=value,
@@ -395,31 +510,66 @@ def sensitivity(
     )
 
 
+class _Output(eqx.Module):
+    """`values -> (output, diagnostics)`: the output of `params` with the named
+    fields replaced by `values`, and the equilibrium's `(leading_eigenvalue,
+    condition_number)` (not differentiated; `None` for a run), to warn near a fold.
+
+    A Module rather than a closure, so that `eqx.filter_jit` finds the compiled
+    program again on the next call with the same settings (a new closure each
+    call recompiled the Jacobian or Hessian every time).
+    """
+
+    params: Params
+    model: EnergyBalanceModel
+    output: str = eqx.field(static=True)
+    through: str = eqx.field(static=True)
+    years: object
+    T0: object
+    start: object
+    adjoint: str = eqx.field(static=True)
+
+    def __call__(self, values):
+        params = with_values(self.params, values).check()
+        if self.through == "equilibrium":
+            state = equilibrium(params, model=self.model, start=self.start)
+            diagnostics = (state.leading_eigenvalue, state.condition_number)
+        else:
+            state = integrate(
+                params,
+                years=self.years,
+                model=self.model,
+                T0=self.T0,
+                adjoint=self.adjoint,
+            )
+            diagnostics = None
+        return getattr(state, self.output), jax.lax.stop_gradient(diagnostics)
+
+
 def _output_function(params, output, names, through, years, T0, model, start, adjoint):
-    """`values -> output` (`params` with the named fields replaced), and `values`."""
+    """`values -> (output, diagnostics)` (see `_Output`), and `values`."""
     if output not in OUTPUTS:
         raise ValueError(f"`output` must be one of {OUTPUTS}, got {output!r}.")
-    if through == "equilibrium":
-
-        def solve(params):
-            return equilibrium(params, model=model, start=start)
-
-    elif through == "trajectory":
-        if years is None:
-            raise ValueError("through='trajectory' needs `years`.")
-
-        def solve(params):
-            return integrate(params, years=years, model=model, T0=T0, adjoint=adjoint)
-
-    else:
+    if through not in ("equilibrium", "trajectory"):
         raise ValueError(
             f"`through` must be 'equilibrium' or 'trajectory', got {through!r}."
         )
-
-    def fn(values):
-        return getattr(solve(with_values(params, values)), output)
-
+    if through == "trajectory" and years is None:
+        raise ValueError("through='trajectory' needs `years`.")
+    fn = _Output(params, model, output, through, years, T0, start, adjoint)
     return fn, {name: getattr(params, name) for name in names}
+
+
+def _warn_near_fold(diagnostics, near_fold) -> None:
+    """Warn as `ebm.equilibrium` does (not inside jit, where nothing is known)."""
+    if diagnostics is None or near_fold is None:
+        return
+    leading_eigenvalue, condition_number = diagnostics
+    if isinstance(leading_eigenvalue, jax.core.Tracer):
+        return
+    message = _near_fold_message(leading_eigenvalue, condition_number, near_fold)
+    if message is not None:
+        warnings.warn(message, NearFoldWarning, stacklevel=3)
 
 
 class Hessian(eqx.Module):
@@ -450,6 +600,7 @@ def hessian(
     grid: Grid | None = None,
     model: EnergyBalanceModel | None = None,
     start="present",
+    near_fold: float | None = 1e-2,
 ) -> Hessian:
     """Hessian of a scalar output with respect to the named parameters.
 
@@ -462,7 +613,8 @@ def hessian(
     - `params`: where to differentiate.
     - `output`: `"global_mean"` or `"ice_edge"`.
     - `names`: one or more `Params` fields (default `("D", "B")`).
-    - `through`, `years`, `T0`, `grid`, `model`, `start`: as for `ebm.sensitivity`.
+    - `through`, `years`, `T0`, `grid`, `model`, `start`, `near_fold`: as for
+        `ebm.sensitivity` (second derivatives near a fold grow faster still).
 
     **Returns:**
 
@@ -479,7 +631,8 @@ def hessian(
     fn, values = _output_function(
         params, output, names, through, years, T0, model, start, "direct"
     )
-    gradient, matrix = _gradient_and_hessian(fn, values)
+    gradient, matrix, diagnostics = _gradient_and_hessian(fn, values)
+    _warn_near_fold(diagnostics, near_fold)
     return Hessian(
         output=output,
         names=names,
@@ -492,9 +645,17 @@ def hessian(
 
 @eqx.filter_jit
 def _gradient_and_hessian(fn, values):
-    return jax.grad(fn)(values), jax.jacfwd(jax.grad(fn))(values)
+    gradient_fn = jax.grad(fn, has_aux=True)
+    gradient, diagnostics = gradient_fn(values)
+    matrix, _ = jax.jacfwd(gradient_fn, has_aux=True)(values)
+    return gradient, matrix, diagnostics
 
 
 @eqx.filter_jit
 def _value_and_jacfwd(fn, values):
-    return fn(values), jax.jacfwd(fn)(values)
+    def with_value(values):
+        output, diagnostics = fn(values)
+        return output, (output, diagnostics)
+
+    jacobian, (value, diagnostics) = jax.jacfwd(with_value, has_aux=True)(values)
+    return (value, diagnostics), jacobian
