@@ -156,3 +156,59 @@ def test_failures_are_one_line(capsys, argv, status, expected):
     assert main(argv) == status
     err = capsys.readouterr().err
     assert expected in err and err.count("\n") == 1
+
+
+def test_fit_target_cut_to_fewer_latitudes_is_refused(capsys, tmp_path):
+    import ebm
+
+    grid = ebm.Grid(12)
+    full = ebm.to_dataset(ebm.equilibrium(ebm.Params(), grid=grid), ebm.Params())
+    cut = tmp_path / "cut.nc"
+    # One latitude dropped: used to be fitted as an 11-cell pole-to-pole grid.
+    ebm.save(full.isel(lat=slice(0, 11)), cut)
+    assert main(["fit", "--target", str(cut), "--no-plot", "--steps", "2"]) == 2
+    err = capsys.readouterr().err
+    assert str(cut) in err and "regular pole-to-pole grid of 11 cells" in err
+    assert err.count("\n") == 1
+
+
+def _unwritable_folder(tmp_path):
+    import os
+
+    if os.geteuid() == 0:
+        # Root writes through permission bits; sysfs refuses new files even so.
+        return "/sys"
+    folder = tmp_path / "read-only"
+    folder.mkdir()
+    folder.chmod(0o500)
+    return str(folder)
+
+
+@pytest.mark.parametrize("option", ["--plot", "--netcdf"])
+def test_unwritable_output_is_refused_before_the_solve(
+    capsys, tmp_path, monkeypatch, option
+):
+    import ebm._equilibrium
+
+    def no_solve(*args, **kwargs):
+        raise AssertionError("the solve ran before the output path was checked")
+
+    monkeypatch.setattr(ebm._equilibrium, "equilibrium", no_solve)
+    path = f"{_unwritable_folder(tmp_path)}/out.file"
+    assert main(["equilibrium", "--n-lat", "6", option, path]) == 2
+    err = capsys.readouterr().err
+    assert f"`{option}` {path}: cannot write in the folder" in err
+    assert err.count("\n") == 1
+
+
+def test_max_steps_reaches_the_solver(capsys):
+    argv = ["--n-lat", "6", "--no-plot", "--json"]
+    # One step cannot finish a year-long adaptive run, nor converge a root-find.
+    assert (
+        main(["run", "--years", "1", "--max-steps", "1", "--no-progress", *argv]) == 1
+    )
+    assert "maximum number of solver steps" in capsys.readouterr().err
+    assert main(["equilibrium", "--max-steps", "1", *argv]) == 1
+    capsys.readouterr()
+    assert main(["run", "--dt", "0.1", "--years", "1", "--max-steps", "9", *argv]) == 2
+    assert "`--max-steps` 9 limits an adaptive run" in capsys.readouterr().err

@@ -58,6 +58,18 @@ def _add_common(parser: argparse.ArgumentParser, plot: str | None) -> None:
         )
 
 
+def _add_max_steps(parser: argparse.ArgumentParser, limit: str) -> None:
+    parser.add_argument(
+        "--max-steps", type=int, default=None, metavar="N", help=f"{limit}"
+    )
+
+
+def _limits(arguments, name: str = "max_steps") -> dict:
+    """`{name: --max-steps}` if it was given, else nothing (the API's default)."""
+    value = getattr(arguments, name, None)
+    return {} if value is None else {name: value}
+
+
 class _Parser(argparse.ArgumentParser):
     """argparse whose usage errors are one line (and exit status 2, as argparse's)."""
 
@@ -86,6 +98,7 @@ def _parser() -> argparse.ArgumentParser:
     eq.add_argument(
         "--start", default="present", choices=starts, help="branch (present)"
     )
+    _add_max_steps(eq, "root-finder iteration limit (256)")
     eq.add_argument(
         "--transport-plot",
         metavar="FILE",
@@ -133,6 +146,9 @@ def _parser() -> argparse.ArgumentParser:
     )
     run.add_argument(
         "--saves", type=int, default=50, help="saved times of the adaptive run (50)"
+    )
+    _add_max_steps(
+        run, "step limit of the adaptive run (default: integrate's, from --years)"
     )
     run.add_argument("--no-progress", action="store_true", help="no progress meter")
     _add_common(run, "run.png")
@@ -205,6 +221,13 @@ def _parser() -> argparse.ArgumentParser:
     hysteresis.add_argument(
         "--start", default="warm", choices=starts, help="branch to start on (warm)"
     )
+    hysteresis.add_argument(
+        "--max-points",
+        type=int,
+        default=None,
+        metavar="N",
+        help="most points of the branch (continuation's default, 2000)",
+    )
     _add_common(hysteresis, "hysteresis.png")
 
     seasonal = commands.add_parser(
@@ -218,6 +241,7 @@ def _parser() -> argparse.ArgumentParser:
     seasonal.add_argument(
         "--steps-per-year", type=int, default=365, help="equal steps, >= 4 (365)"
     )
+    _add_max_steps(seasonal, "Newton step limit of the shooting (32)")
     _add_common(seasonal, "seasonal_cycle.png")
 
     memory = commands.add_parser(
@@ -305,10 +329,14 @@ def _equilibrium(arguments) -> dict:
     params, grid = _setup(arguments)
     model = EnergyBalanceModel(grid=grid)
 
-    def global_mean(params):
-        return equilibrium(params, model=model, start=arguments.start).global_mean
+    limits = _limits(arguments)
 
-    state = equilibrium(params, model=model, start=arguments.start)
+    def global_mean(params):
+        return equilibrium(
+            params, model=model, start=arguments.start, **limits
+        ).global_mean
+
+    state = equilibrium(params, model=model, start=arguments.start, **limits)
     gradient = jax.grad(global_mean)(params)
     report = {
         "n_lat": grid.n_lat,
@@ -373,6 +401,7 @@ def _run(arguments) -> dict:
                 grid=grid,
                 T0=arguments.start,
                 adjoint=arguments.adjoint,
+                **_limits(arguments),
                 **kwargs,
             )
 
@@ -380,6 +409,11 @@ def _run(arguments) -> dict:
         differentiate = jax.jacfwd if arguments.adjoint == "forward" else jax.grad
         how = f"adjoint {arguments.adjoint}"
     else:
+        if arguments.max_steps is not None:
+            raise ValueError(
+                f"`--max-steps` {arguments.max_steps} limits an adaptive run; a "
+                "fixed-step run (--dt) takes exactly --years / --dt steps."
+            )
         if not arguments.dt > 0:
             raise ValueError(f"`--dt` must be > 0 years, got {arguments.dt}.")
         steps = round(arguments.years / arguments.dt)
@@ -443,7 +477,6 @@ def _fit(arguments) -> dict:
 
     from ._equilibrium import equilibrium
     from ._fit import fit
-    from ._grid import Grid
     from ._params import Params
 
     params, grid = _setup(arguments)
@@ -459,7 +492,7 @@ def _fit(arguments) -> dict:
         target = dataset["T"].values
         if not np.all(np.isfinite(target)):
             raise ValueError(f"`--target` {arguments.target}: T has non-finite values.")
-        grid = Grid(int(target.shape[0]))  # the target's grid, not --n-lat
+        grid = _target_grid(arguments.target, dataset)  # the file's, not --n-lat
     else:
         truth = {}
         for item in arguments.truth:
@@ -496,6 +529,37 @@ def _fit(arguments) -> dict:
         plot_fit(result, target, initial, fitted, path)
 
     return _finish(report, result, result.params, arguments, plot)
+
+
+def _target_grid(path, dataset):
+    """The grid whose cell centres are the file's latitudes, or a ValueError."""
+    import numpy as np
+
+    from ._grid import Grid
+
+    if "lat" not in dataset.coords:
+        raise ValueError(
+            f"`--target` {path}: T(lat) has no `lat` coordinate, so its grid is "
+            "unknown; write it with `ebm equilibrium --netcdf`."
+        )
+    lat = np.asarray(dataset["lat"].values, dtype=float)
+    n_lat = lat.size
+    if n_lat < 2:
+        raise ValueError(
+            f"`--target` {path}: {n_lat} latitude(s); ebm's grids have at least 2."
+        )
+    expected = np.asarray(Grid(n_lat).lat)
+    if not np.allclose(lat, expected, rtol=0.0, atol=1e-6):
+        worst = int(np.argmax(np.abs(lat - expected)))
+        raise ValueError(
+            f"`--target` {path}: its {n_lat} latitudes ({lat[0]:g} to {lat[-1]:g} "
+            "degN) are not the centres of a regular pole-to-pole grid of "
+            f"{n_lat} cells ({expected[0]:g} to {expected[-1]:g} degN, "
+            f"{180 / n_lat:g} degrees apart; latitude {worst} is {lat[worst]:g}, not "
+            f"{expected[worst]:g}). ebm fits on such a grid only: give the whole "
+            "pole-to-pole profile, e.g. as written by `ebm equilibrium --netcdf`."
+        )
+    return Grid(n_lat)
 
 
 def _sensitivity(arguments) -> dict:
@@ -555,6 +619,7 @@ def _hysteresis(arguments) -> dict:
         stop=stop,
         start=arguments.start,
         grid=grid,
+        **_limits(arguments, "max_points"),
     )
     report = {
         "n_lat": grid.n_lat,
@@ -586,7 +651,10 @@ def _seasonal(arguments) -> dict:
 
     params, grid = _setup(arguments)
     cycle = periodic_equilibrium(
-        params, grid=grid, steps_per_year=arguments.steps_per_year
+        params,
+        grid=grid,
+        steps_per_year=arguments.steps_per_year,
+        **_limits(arguments),
     )
     report = {
         "n_lat": grid.n_lat,
@@ -745,17 +813,40 @@ COMMANDS = {
 
 def _check_outputs(arguments) -> None:
     """Fail before any work when a file to write cannot be written there."""
+    import os
     import pathlib
+    import tempfile
 
-    outputs = {"--netcdf": arguments.netcdf, "--plot": _plot_path(arguments)}
+    outputs = {
+        "--netcdf": arguments.netcdf,
+        "--plot": _plot_path(arguments),
+        "--transport-plot": getattr(arguments, "transport_plot", None),
+    }
     for option, path in outputs.items():
         if path is None:
             continue
         path = pathlib.Path(path)
         if path.is_dir():
             raise ValueError(f"`{option}` {path} is a directory, not a file name.")
-        if not path.parent.is_dir():
+        folder = path.resolve().parent
+        if folder.exists() and not folder.is_dir():
+            raise ValueError(
+                f"`{option}` {path}: {path.parent} is a file, not a folder."
+            )
+        if not folder.is_dir():
             raise ValueError(f"`{option}` {path}: the folder {path.parent} is missing.")
+        if path.exists() and not os.access(path, os.W_OK):
+            raise ValueError(f"`{option}` {path}: the file exists and is read-only.")
+        # The permission bits do not tell (root, read-only mounts): try, as the
+        # writer will, to create a file in the folder.
+        try:
+            with tempfile.NamedTemporaryFile(dir=folder, prefix=".ebm-check-"):
+                pass
+        except OSError as error:
+            raise ValueError(
+                f"`{option}` {path}: cannot write in the folder {path.parent} "
+                f"({error.strerror}); choose a writable folder."
+            ) from None
 
 
 def main(argv=None) -> int:
