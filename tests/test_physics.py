@@ -203,3 +203,17 @@ def test_coarse_equilibrium_reports_its_ice_edge():
     state = ebm.equilibrium(ebm.Params(), grid=ebm.Grid(3))
     assert state.T[1] > ebm.Params().Tf > state.T[2]
     assert 0.0 < float(state.ice_edge) < 60.0
+
+
+@pytest.mark.parametrize("lat", [100.0, -90.5, float("nan")])
+def test_insolation_refuses_a_latitude_beyond_the_poles(lat):
+    # daily_insolation(lat=100) used to return 517 W m-2.
+    params = ebm.Params()
+    with pytest.raises(ValueError, match=r"`lat` must be in \[-90, 90\]"):
+        ebm.daily_insolation(lat, 80.0, params)
+    with pytest.raises(ValueError, match=r"`lat` must be in \[-90, 90\]"):
+        ebm.annual_mean_insolation(jnp.array([0.0, lat]), params)
+    with pytest.raises(Exception, match=r"`lat` must be in \[-90, 90\]"):
+        jax.jit(lambda x: ebm.daily_insolation(x, 80.0, params))(lat)
+    # The poles themselves are fine.
+    assert float(ebm.daily_insolation(90.0, 172.0, params)) > 500.0

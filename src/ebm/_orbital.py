@@ -42,6 +42,7 @@ day or night begins; the integral is taken over $[-\pi/2, \pi/2]$ by Gauss-Legen
 quadrature on the pieces between those points.
 """
 
+import equinox as eqx
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -149,6 +150,29 @@ def _daylight_integral(lat_radians, sin_declination):
     return hour_angle * sin_lat * sin_declination + y * jnp.sin(hour_angle)
 
 
+def _check_latitude(lat) -> Array:
+    """`lat` as a float array, in [-90, 90] degrees north (the formulas' cosines
+    and arccosines would silently return a value for any angle)."""
+    if isinstance(lat, jax.core.Tracer):
+        lat = jnp.asarray(lat, dtype=float)
+        return eqx.error_if(
+            lat,
+            ~jnp.all(jnp.abs(lat) <= 90),
+            "`lat` must be in [-90, 90] degrees north (a traced value is not).",
+        )
+    try:
+        values = np.asarray(lat, dtype=float)
+    except (TypeError, ValueError) as error:
+        raise ValueError(f"`lat` must be latitudes in degrees, got {lat!r}.") from error
+    bad = ~(np.abs(values) <= 90)
+    if np.any(bad):
+        raise ValueError(
+            "`lat` must be in [-90, 90] degrees north, got "
+            f"{values[bad].ravel()[0]:g}{' (and others)' if bad.sum() > 1 else ''}."
+        )
+    return jnp.asarray(values)
+
+
 def daily_insolation(
     lat: ArrayLike, day: ArrayLike, params: Params
 ) -> Float[Array, "..."]:
@@ -163,7 +187,13 @@ def daily_insolation(
     **Returns:**
 
     `Q(lat, day)`, W m-2, differentiable with respect to every argument.
+
+    **Raises:**
+
+    - `ValueError`: for a latitude outside `[-90, 90]` (inside `jit`, an
+        `EquinoxRuntimeError` with the same words).
     """
+    lat = _check_latitude(lat)
     longitude = solar_longitude(day, params)
     sin_declination = jnp.sin(jnp.deg2rad(params.obliquity)) * jnp.sin(longitude)
     daylight = _daylight_integral(jnp.deg2rad(jnp.asarray(lat)), sin_declination)
@@ -190,8 +220,12 @@ def annual_mean_insolation(lat: ArrayLike, params: Params) -> Float[Array, "..."
     **Returns:**
 
     `Qbar(lat)`, W m-2, with the shape of `lat`.
+
+    **Raises:**
+
+    - `ValueError`: as `ebm.daily_insolation`, for a latitude outside `[-90, 90]`.
     """
-    lat_radians = jnp.deg2rad(jnp.asarray(lat, dtype=float))
+    lat_radians = jnp.deg2rad(_check_latitude(lat))
     sin_obliquity = jnp.sin(jnp.deg2rad(params.obliquity))
     # Polar day and night begin where |sin(obliquity) sin(lambda)| = cos(lat).
     cos_lat = jnp.cos(lat_radians)
