@@ -14,6 +14,32 @@ def _pyplot():
     return plt
 
 
+def _failure(result) -> str | None:
+    """`"not converged: <why>"` when `result.result` is a failure code, else `None`:
+    a failed solve's last iterate must not be drawn as if it were the answer."""
+    code = getattr(result, "result", None)
+    if code is None:
+        return None
+    from ._results import RESULTS
+
+    failed = ~np.asarray(code == RESULTS.successful)
+    if not failed.any():
+        return None
+    if failed.ndim:
+        return f"not converged: {int(failed.sum())} of {failed.size} failed"
+    # The message's first sentence: a title has no room for the advice after it.
+    return f"not converged: {RESULTS[code].split('. ')[0].rstrip('.')}"
+
+
+def _mark_failure(ax, title: str, failure: str | None, *, figure=False) -> None:
+    """Set the title, with the failure (if any) on a line of its own, in red."""
+    setter = ax.suptitle if figure else ax.set_title
+    if failure is None:
+        setter(title)
+    else:
+        setter(f"{title}\n{failure}", color="tab:red")
+
+
 def plot_equilibrium(equilibrium, params, path=None, *, ax=None, label=None):
     """Plot an equilibrium profile T(lat), with the freezing threshold and ice edge.
 
@@ -28,7 +54,9 @@ def plot_equilibrium(equilibrium, params, path=None, *, ax=None, label=None):
 
     **Returns:**
 
-    The matplotlib figure.
+    The matplotlib figure. A state that did not converge (`result` not
+    successful) is drawn dashed and red, and the title and legend say
+    `not converged: <why>`.
     """
     plt = _pyplot()
     if ax is None:
@@ -37,7 +65,17 @@ def plot_equilibrium(equilibrium, params, path=None, *, ax=None, label=None):
         fig = ax.figure
     lat, T = np.asarray(equilibrium.lat), np.asarray(equilibrium.T)
     edge = float(equilibrium.ice_edge)
-    ax.plot(lat, T, label=label or "equilibrium T")
+    failure = _failure(equilibrium)
+    if failure is None:
+        ax.plot(lat, T, label=label or "equilibrium T")
+    else:
+        ax.plot(
+            lat,
+            T,
+            "--",
+            color="tab:red",
+            label=f"{label or 'T'} ({failure})",
+        )
     ax.axhline(float(params.Tf), color="0.6", ls=":", label="Tf")
     if 0 < edge < 90:
         for sign in (-1, 1):
@@ -52,8 +90,10 @@ def plot_equilibrium(equilibrium, params, path=None, *, ax=None, label=None):
     ax.set_ylabel("surface temperature (°C)")
     ax.set_xlim(-90, 90)
     ax.set_xticks(np.arange(-90, 91, 30))
-    ax.set_title(
-        f"global mean {float(equilibrium.global_mean):.2f} °C, ice edge {edge:.1f}°N"
+    _mark_failure(
+        ax,
+        f"global mean {float(equilibrium.global_mean):.2f} °C, ice edge {edge:.1f}°N",
+        failure,
     )
     ax.legend(loc="lower center")
     if path is not None:
@@ -169,8 +209,14 @@ def plot_fit(result, target, initial, fitted, path=None):
     )
     lat = np.asarray(fitted.lat)
     profile_ax.plot(lat, np.asarray(target), "k.", label="target")
-    profile_ax.plot(lat, np.asarray(initial.T), "--", label="initial")
-    profile_ax.plot(lat, np.asarray(fitted.T), "-", label="fitted")
+    for state, style, name in ((initial, "--", "initial"), (fitted, "-", "fitted")):
+        failure = _failure(state)
+        profile_ax.plot(
+            lat,
+            np.asarray(state.T),
+            style,
+            label=name if failure is None else f"{name} ({failure})",
+        )
     profile_ax.set_xlabel("latitude (°N)")
     profile_ax.set_ylabel("surface temperature (°C)")
     profile_ax.set_xlim(-90, 90)
@@ -182,7 +228,13 @@ def plot_fit(result, target, initial, fitted, path=None):
     fitted_values = ", ".join(
         f"{name} = {float(getattr(result.params, name)):.6g}" for name in result.fitted
     )
-    loss_ax.set_title(fitted_values)
+    _mark_failure(
+        loss_ax,
+        fitted_values,
+        None
+        if result.converged
+        else f"not converged: gradient above gtol after {result.num_steps} steps",
+    )
     if path is not None:
         fig.savefig(path, dpi=120)
     return fig
@@ -318,12 +370,15 @@ def plot_seasonal_cycle(cycle, params=None, path=None, *, title=None):
     profile.set_xlabel("latitude (°N)")
     profile.set_xticks(np.arange(-90, 91, 30))
     profile.legend()
-    fig.suptitle(
+    _mark_failure(
+        fig,
         title
         or (
             f"seasonal cycle: global mean {float(cycle.annual_global_mean):.2f} °C, "
             f"mean ice edge {float(cycle.annual_mean_ice_edge):.1f}°N"
-        )
+        ),
+        _failure(cycle),
+        figure=True,
     )
     if path is not None:
         fig.savefig(path, dpi=120)
@@ -352,7 +407,7 @@ def plot_heat_transport(equilibrium, params, model, path=None):
     ax.set_ylabel("northward heat transport (PW)")
     ax.set_xlim(-90, 90)
     ax.set_xticks(np.arange(-90, 91, 30))
-    ax.set_title(f"peak {np.max(np.abs(transport)):.2f} PW")
+    _mark_failure(ax, f"peak {np.max(np.abs(transport)):.2f} PW", _failure(equilibrium))
     if path is not None:
         fig.savefig(path, dpi=120)
     return fig
@@ -389,6 +444,9 @@ def plot_trajectory(trajectory, params=None, path=None):
     T = np.asarray(trajectory.Ts)
     _hovmoller(fig, ax, years, lat, T, freezing, "temperature")
     ax.set_xlabel("time (years)")
+    failure = _failure(trajectory)
+    if failure is not None:
+        _mark_failure(ax, ax.get_title() or "run", failure)
     if path is not None:
         fig.savefig(path, dpi=120)
     return fig
