@@ -292,3 +292,18 @@ def test_sweep_and_ensemble_check_their_input():
         run.mean("d_ice_edge_d_D")
     with pytest.raises(ValueError, match="pass model=None"):
         ebm.to_dataset(run, model=ebm.EnergyBalanceModel())
+
+
+def test_failed_member_claims_no_stability(tmp_path):
+    # A failed member's `stable` used to stay True, in the Ensemble and the file.
+    members = ebm.sweep(S0=[1365.0, 1250.0])
+    grid = ebm.Grid(6)
+    with pytest.warns(ebm.EnsembleFailureWarning):
+        run = ebm.ensemble(members, grid=grid, max_steps=2)
+    failed = ~np.asarray(run.ok)
+    assert failed.any()
+    assert not np.asarray(run.result.stable)[failed].any()
+    path = ebm.save(run, tmp_path / "ensemble.nc")
+    stable = ebm.load(path)["stable"]
+    assert not stable.values[failed].any()
+    assert "failed" in stable.attrs["comment"]

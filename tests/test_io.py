@@ -26,7 +26,7 @@ def results():
         years=0.5,
         saveat=diffrax.SaveAt(ts=jnp.linspace(0.0, 0.5, 6)),
     )
-    cycle = ebm.seasonal_spinup(PARAMS, grid=GRID, years=1, steps_per_year=24)
+    cycle = ebm.seasonal_spinup(PARAMS, grid=GRID, years=1, steps_per_year=73)
     branch = ebm.continuation(
         ebm.Params(S0=1400.0), "S0", stop=1340.0, grid=GRID, save_profiles=True
     )
@@ -147,3 +147,68 @@ def test_saved_files_get_the_usual_mode(results, tmp_path):
 def test_to_dataset_rejects_other_objects():
     with pytest.raises(TypeError, match="`result`"):
         ebm.to_dataset(PARAMS)
+
+
+def test_save_through_a_symlink_keeps_the_link(results, tmp_path):
+    state, model = results["equilibrium"]
+    target = tmp_path / "data" / "state.nc"
+    target.parent.mkdir()
+    target.write_bytes(b"old")
+    link = tmp_path / "latest.nc"
+    link.symlink_to(os.path.relpath(target, tmp_path))
+    # The link used to be replaced by a file, and the target left stale.
+    assert ebm.save(state, link, PARAMS, model=model) == link
+    assert link.is_symlink() and link.resolve() == target.resolve()
+    np.testing.assert_array_equal(ebm.load(target)["T"].values, np.asarray(state.T))
+
+
+def test_load_of_a_truncated_file_names_it(results, tmp_path):
+    state, model = results["equilibrium"]
+    path = ebm.save(state, tmp_path / "state.nc", PARAMS, model=model)
+    truncated = tmp_path / "truncated.nc"
+    truncated.write_bytes(path.read_bytes()[:2000])
+    # Used to be a bare "NetCDF: HDF error".
+    with pytest.raises(OSError, match="not a readable netCDF file") as info:
+        ebm.load(truncated)
+    assert str(truncated) in str(info.value)
+    with pytest.raises(FileNotFoundError, match="no such file"):
+        ebm.load(tmp_path / "missing.nc")
+
+
+def test_save_into_a_read_only_folder_names_the_folder(results, tmp_path):
+    state, model = results["equilibrium"]
+    if os.geteuid() == 0:
+        # Root writes through permission bits; sysfs refuses new files even so.
+        folder = pathlib.Path("/sys")
+    else:
+        folder = tmp_path / "read-only"
+        folder.mkdir()
+        folder.chmod(0o500)
+    path = folder / "state.nc"
+    with pytest.raises(PermissionError) as info:
+        ebm.save(state, path, PARAMS, model=model)
+    message = str(info.value)
+    # The folder and the user's path, not the hidden temporary file.
+    assert f"`path` {path}: cannot write in the folder {folder}" in message
+    assert ".tmp" not in message
+
+
+def test_unconverged_state_is_marked_on_its_plot(tmp_path):
+    grid = ebm.Grid(6)
+    # Used to be drawn, and titled, as if it were the equilibrium.
+    failed = ebm.equilibrium(PARAMS, grid=grid, max_steps=1, throw=False)
+    assert failed.result != ebm.RESULTS.successful
+    figure = ebm.plot_equilibrium(failed, PARAMS, tmp_path / "failed.png")
+    ax = figure.axes[0]
+    assert "not converged: The maximum number of steps" in ax.get_title()
+    labels = [text.get_text() for text in ax.get_legend().get_texts()]
+    assert any("not converged" in label for label in labels)
+    model = ebm.EnergyBalanceModel(grid)
+    transport = ebm.plot_heat_transport(failed, PARAMS, model)
+    assert "not converged" in transport.axes[0].get_title()
+    converged = ebm.equilibrium(PARAMS, grid=grid)
+    figure = ebm.plot_equilibrium(converged, PARAMS)
+    assert "not converged" not in figure.axes[0].get_title()
+    import matplotlib.pyplot as plt
+
+    plt.close("all")

@@ -230,7 +230,8 @@ class Ensemble(eqx.Module):
 
     - `params`: the members' parameters (`ebm.Params`, every field `(member,)`).
     - `result`: the batched result of the task (e.g. an `ebm.Equilibrium` whose `T`
-        has shape `(member, lat)`). Floating-point outputs of failed members are NaN.
+        has shape `(member, lat)`). Floating-point outputs of failed members are NaN
+        and their boolean outputs (e.g. `stable`) False: `ok` says which failed.
     - `gradient`: an `ebm.Params` of d `output` / d parameter per member (`None`
         without `gradient=`); NaN for failed members.
     - `output`: the name of the differentiated output (`None` without `gradient=`,
@@ -389,14 +390,19 @@ def _reasons(result, gradient, count: int) -> dict[int, str]:
 
 
 def _mask(tree, ok: np.ndarray):
-    """Floating-point results with NaN for the members that failed."""
+    """Results with NaN for the floating-point outputs of the members that failed,
+    and False for their booleans (a failed member's `stable` is no claim)."""
 
     def mask(path, leaf):
         leaf = np.asarray(leaf)
-        if not np.issubdtype(leaf.dtype, np.floating) or _name(path) in _COORDINATES:
+        if _name(path) in _COORDINATES:
             return jnp.asarray(leaf)
         where = ok.reshape((-1,) + (1,) * (leaf.ndim - 1))
-        return jnp.asarray(np.where(where, leaf, np.nan))
+        if np.issubdtype(leaf.dtype, np.floating):
+            return jnp.asarray(np.where(where, leaf, np.nan))
+        if leaf.dtype == np.bool_:
+            return jnp.asarray(np.where(where, leaf, False))
+        return jnp.asarray(leaf)
 
     return jax.tree_util.tree_map_with_path(mask, tree)
 

@@ -392,6 +392,12 @@ def _ensemble_variables(ensemble) -> dict:
         if name == "time":
             variables[name] = (dims, data[first], attributes)
         else:
+            if "flag_values" in attributes:
+                # `ebm.ensemble` sets a failed member's booleans to False.
+                attributes = {
+                    **attributes,
+                    "comment": "0 (not claimed) for the members that failed; see ok",
+                }
             variables[name] = ((member, *dims), data, attributes)
     variables[member] = (
         member,
@@ -531,7 +537,14 @@ def save(result, path, params: Params | None = None, *, model=None) -> pathlib.P
 
     **Returns:**
 
-    The path written.
+    The path written. A symbolic link is followed: the file it points to is
+    replaced, and the link stays.
+
+    **Raises:**
+
+    - `IsADirectoryError`, `FileNotFoundError`: for a folder, or a missing folder.
+    - `PermissionError`: when the folder cannot be written (naming `path` and the
+        folder, not the temporary file).
     """
     xarray = _xarray()
     dataset = (
@@ -540,32 +553,43 @@ def save(result, path, params: Params | None = None, *, model=None) -> pathlib.P
         else to_dataset(result, params, model=model)
     )
     path = pathlib.Path(path)
+    # Write through a symbolic link, not over it (os.replace would swap the link for
+    # a file); relative links resolve from the link's own folder.
+    written = pathlib.Path(os.path.realpath(path)) if path.is_symlink() else path
     # No fill values: NaN stays NaN and every float is written as it is.
     encoding = {
         name: {"_FillValue": None}
         for name, variable in dataset.variables.items()
         if np.issubdtype(variable.dtype, np.floating)
     }
-    if path.is_dir():
+    if written.is_dir():
         raise IsADirectoryError(f"`path` {path} is a directory, not a file name.")
-    if not path.parent.is_dir():
-        raise FileNotFoundError(f"`path` {path}: the folder {path.parent} is missing.")
-    descriptor, temporary = tempfile.mkstemp(
-        dir=path.parent, prefix=f".{path.name}.", suffix=".tmp"
-    )
+    if not written.parent.is_dir():
+        raise FileNotFoundError(
+            f"`path` {path}: the folder {written.parent} is missing."
+        )
+    try:
+        descriptor, temporary = tempfile.mkstemp(
+            dir=written.parent, prefix=f".{written.name}.", suffix=".tmp"
+        )
+    except OSError as error:
+        raise PermissionError(
+            f"`path` {path}: cannot write in the folder {written.parent} "
+            f"({error.strerror}); choose a writable folder."
+        ) from None
     os.close(descriptor)
     try:
         dataset.to_netcdf(temporary, engine="netcdf4", encoding=encoding)
         # mkstemp's file is private (0600): give it the mode the file would have had.
-        os.chmod(temporary, _mode(path))
+        os.chmod(temporary, _mode(written))
         with open(temporary, "rb+") as handle:
             os.fsync(handle.fileno())
-        os.replace(temporary, path)
+        os.replace(temporary, written)
     except BaseException:
         pathlib.Path(temporary).unlink(missing_ok=True)
         raise
     # The rename is durable once the folder's entry is on disk too.
-    folder = os.open(path.parent, os.O_RDONLY)
+    folder = os.open(written.parent, os.O_RDONLY)
     try:
         os.fsync(folder)
     finally:
@@ -587,7 +611,21 @@ def load(path):
 
     Times are left as written (days since the start, from a nominal 2000-01-01);
     `xarray.decode_cf` decodes them to dates.
+
+    **Raises:**
+
+    - `FileNotFoundError`: when there is no file at `path`.
+    - `OSError`: when the file is not a readable netCDF file (truncated, corrupt,
+        or another format), naming `path`.
     """
     xarray = _xarray()
-    with xarray.open_dataset(path, engine="netcdf4", decode_times=False) as dataset:
-        return dataset.load()
+    if not pathlib.Path(path).is_file():
+        raise FileNotFoundError(f"`path` {path}: no such file.")
+    try:
+        with xarray.open_dataset(path, engine="netcdf4", decode_times=False) as dataset:
+            return dataset.load()
+    except (OSError, ValueError) as error:
+        raise OSError(
+            f"`path` {path} is not a readable netCDF file (truncated or corrupt?): "
+            f"{error}"
+        ) from error
