@@ -7,7 +7,7 @@ import pytest
 
 import ebm
 from ebm._integrate import BACKSOLVE_HORIZON, fastest_time_scale
-from helpers import assert_gradient_matches_fd
+from helpers import assert_gradient_matches_fd, tree_allclose
 
 
 NAMES = ebm.Params.field_names()
@@ -194,6 +194,81 @@ def test_model_split_adds_up_to_the_tendency(params):
     )
     with pytest.raises(ValueError, match="`solver` must be one of"):
         ebm.integrate(params, years=1.0, solver="euler")
+
+
+# Long runs: the step budget follows from the run's length, forward and reverse.
+
+
+def _run_mean(years, adjoint="recursive"):
+    def fn(params):
+        return ebm.integrate(params, years=years, adjoint=adjoint).global_mean
+
+    return fn
+
+
+def _assert_long_run_gradient(params, years, adjoint="recursive"):
+    fn = _run_mean(years, adjoint)
+    gradient = jax.grad(fn)(params)
+    # Past many relaxation times the run has forgotten its start: its gradient is
+    # the equilibrium's, which the implicit function theorem gives independently.
+    implicit = jax.grad(lambda p: ebm.equilibrium(p).global_mean)(params)
+    for name in NAMES:
+        np.testing.assert_allclose(
+            getattr(gradient, name), getattr(implicit, name), rtol=1e-6, atol=1e-9
+        )
+    assert_gradient_matches_fd(fn, params, gradient, ["D"], rtol=1e-6)
+
+
+def test_gradient_through_2000_years_matches_finite_differences(params):
+    # 2000 years of steps capped at C / (10 B) is about 30,000 steps: reverse mode
+    # used to get a budget of 16,384 and fail.
+    _assert_long_run_gradient(params, 2000.0)
+
+
+def test_gradient_through_10000_years_matches_finite_differences():
+    # A 50 m water column relaxes five times more slowly: 10,000 years are the same
+    # 30,000 capped steps as 2,000 years of the default 10 m.
+    _assert_long_run_gradient(ebm.Params(water_depth=50.0), 10000.0)
+
+
+def test_long_run_gradient_under_jit_needs_no_max_steps(params):
+    # Inside jit the parameters are traced and the run's length in steps unknown;
+    # 1200 years are about 18,000 capped steps, past the 16,384 that used to be the
+    # budget there.
+    gradient = jax.jit(jax.grad(_run_mean(1200.0)))(params)
+    implicit = jax.grad(lambda p: ebm.equilibrium(p).global_mean)(params)
+    assert tree_allclose(gradient, implicit, rtol=1e-6, atol=1e-9)
+
+
+def test_run_too_long_for_the_default_budget_is_refused_with_an_estimate():
+    with pytest.raises(ValueError, match=r"`years` = 2 needs about 3\.0\d?e\+08 steps"):
+        ebm.integrate(ebm.Params(water_depth=1e-6), years=2.0)
+    with pytest.raises(ValueError, match="hours"):
+        ebm.integrate(ebm.Params(), years=1e6)
+
+
+@pytest.mark.parametrize(
+    "keyword, value",
+    [("max_steps", 0), ("max_steps", -1), ("max_steps", 2.5), ("dt0", 0.0)],
+)
+def test_bad_step_settings_are_refused_before_the_run(params, keyword, value):
+    with pytest.raises(ValueError, match=f"`{keyword}` must be"):
+        ebm.integrate(params, years=1.0, **{keyword: value})
+
+
+def test_unfinished_run_gives_nan_and_nan_gradients(params):
+    run = ebm.integrate(params, years=2.0, max_steps=20, throw=False)
+    assert run.result != ebm.RESULTS.successful
+    assert np.all(np.isnan(run.T)) and np.isnan(run.global_mean)
+    assert np.isnan(run.ice_edge)
+    gradient = jax.grad(
+        lambda p: ebm.integrate(p, years=2.0, max_steps=20, throw=False).global_mean
+    )(params)
+    assert all(np.isnan(getattr(gradient, name)) for name in NAMES)
+    finished = jax.grad(
+        lambda p: ebm.integrate(p, years=2.0, throw=False).global_mean
+    )(params)
+    assert np.isfinite(finished.D)
 
 
 # --- Fixed steps: stability limit and error estimate ------------------------------

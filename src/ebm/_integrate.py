@@ -21,8 +21,9 @@ where Kvaerno5 takes a few hundred; `benchmarks/high_resolution.py`); and
 
 How gradients are computed is the `adjoint` (diffrax's term):
 
-- `"recursive"`: `RecursiveCheckpointAdjoint()`; `grad`, `vjp`; O(log N)
-    checkpoints for N steps.
+- `"recursive"`: `RecursiveCheckpointAdjoint`; `grad`, `vjp`; `4 log2(max_steps)`
+    checkpoints (diffrax's own default is O(sqrt(max_steps))), so memory grows like
+    the logarithm of the run's length.
 - `"direct"`: `DirectAdjoint()`; `grad`, `jvp`, `jacfwd`; more memory.
 - `"forward"`: `ForwardMode()`; `jvp`, `jacfwd`; O(1) memory.
 - `"backsolve"`: `BacksolveAdjoint(solver=Kvaerno5())`; `grad`, short runs only;
@@ -46,13 +47,14 @@ import numpy as np
 from jaxtyping import Array, Float, Int
 
 from ._checkpoint import resolve_checkpoint
+from ._checks import check_count as check_count
 from ._constants import SECONDS_PER_YEAR
 from ._custom_types import Scalar, Temperature
-from ._equilibrium import initial_profile, resolve_model
+from ._equilibrium import _known, initial_profile, resolve_model
 from ._grid import Grid
 from ._model import EnergyBalanceModel
 from ._params import Params
-from ._results import RESULTS
+from ._results import RESULTS, nan_unless_successful
 from ._stepper import (
     accumulate_error,
     check_stability,
@@ -164,18 +166,74 @@ def default_controller(
     )
 
 
-def _default_max_steps(params: Params, years, model: EnergyBalanceModel) -> int:
-    """16384, or enough for `years` of capped steps (known parameters only)."""
-    leaves = (years, params, model)
-    if any(isinstance(leaf, jax.core.Tracer) for leaf in jax.tree.leaves(leaves)):
-        return 16384
+# The largest step budget `integrate` sets by itself: a run that needs more is
+# refused up front (a `max_steps` given explicitly is used as it is).
+MAX_DEFAULT_STEPS = 2**24
+# The budget where the run's length in steps is not known while tracing (parameters
+# traced under `jit`): a bound, not an allocation, as the checkpointed loop stores
+# log2(max_steps) states whatever the bound.
+TRACED_MAX_STEPS = 2**22
+
+
+def needed_steps(params: Params, years, model: EnergyBalanceModel) -> int | None:
+    """Steps of the default controller's cap that `years` takes, or `None` where a
+    value is not known while tracing (inside `jit`)."""
+    known = jax.tree.map(_known, (years, params, model))
+    if any(leaf is None for leaf in jax.tree.leaves(known, is_leaf=_is_none)):
+        return None
+    years, params, model = known
     # Evaluated now: inside a caller's jit a jnp operation would otherwise be traced.
     with jax.ensure_compile_time_eval():
         heat_capacity = float(smallest_heat_capacity(params, model))
     relaxation = heat_capacity / float(params.B) / SECONDS_PER_YEAR
-    needed = 2 * math.ceil(float(years) / (MAX_STEP_FRACTION * relaxation))
-    # A power of two, so that runs of similar length share one compilation.
-    return max(16384, 2 ** math.ceil(math.log2(needed)))
+    return math.ceil(float(years) / (MAX_STEP_FRACTION * relaxation))
+
+
+def _is_none(x) -> bool:
+    return x is None
+
+
+def _default_max_steps(params: Params, years, model: EnergyBalanceModel) -> int:
+    """Twice the capped steps `years` takes, as a power of two >= 16384 (so that runs
+    of similar length share one compilation); `TRACED_MAX_STEPS` inside `jit`."""
+    needed = needed_steps(params, years, model)
+    if needed is None:
+        return TRACED_MAX_STEPS
+    budget = max(16384, 2 ** math.ceil(math.log2(2 * needed)))
+    if budget > MAX_DEFAULT_STEPS:
+        cap = float(years) / needed
+        raise ValueError(
+            f"`years` = {float(years):g} needs about {needed:.3g} steps: the default "
+            "controller caps the step at a tenth of the fastest relaxation time C / B, "
+            f"here {cap:.3g} years, so that derivatives stay accurate (ebm integrates "
+            "a few thousand such steps a second at 60 cells: "
+            f"about {needed / 5e3 / 3600:.2g} hours). For the steady state use "
+            "ebm.equilibrium (its gradient is one linear solve); for a forward run "
+            "only, pass stepsize_controller=diffrax.PIDController(rtol=1e-8, "
+            "atol=1e-8) without the cap; or pass max_steps to insist."
+        )
+    return budget
+
+
+# Checkpoints per doubling of the step budget for the default recursive adjoint.
+CHECKPOINTS_PER_DOUBLING = 4
+
+
+def _with_checkpoints(adjoint, max_steps: int) -> diffrax.AbstractAdjoint:
+    """The recursive adjoint with `4 log2(max_steps)` checkpoints where none are set.
+
+    Left to itself, diffrax's online checkpointing (Stumm and Walther 2010) stores
+    O(sqrt(max_steps)) states; a number that grows like the logarithm keeps the
+    reverse pass's memory O(log(years)), at the cost of a few more recomputations
+    of the forward run, which the backward steps' cost dominates here anyway.
+    """
+    if (
+        isinstance(adjoint, diffrax.RecursiveCheckpointAdjoint)
+        and adjoint.checkpoints is None
+    ):
+        checkpoints = CHECKPOINTS_PER_DOUBLING * max(1, math.ceil(math.log2(max_steps)))
+        return diffrax.RecursiveCheckpointAdjoint(checkpoints=checkpoints)
+    return adjoint
 
 
 def resolve_adjoint(adjoint) -> diffrax.AbstractAdjoint:
@@ -210,12 +268,6 @@ def fastest_time_scale(
         heat_capacity = params.heat_capacity
     seconds = heat_capacity * grid.spacing**2 / (4.0 * params.D)
     return seconds / SECONDS_PER_YEAR
-
-
-def check_count(name: str, value, minimum: int) -> None:
-    """`value` must be a Python integer of at least `minimum` (a count of something)."""
-    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
-        raise ValueError(f"`{name}` must be an integer >= {minimum}, got {value!r}.")
 
 
 def _check_positive(name: str, value) -> None:
@@ -300,7 +352,9 @@ def integrate(
         the same start as `ebm.equilibrium`), `"warm"`, `"cold"`.
     - `adjoint`: `"recursive"` (default), `("recursive", checkpoints)`,
         `"direct"`, `"forward"`, `"backsolve"`, or any `diffrax.AbstractAdjoint`
-        instance (e.g. `diffrax.RecursiveCheckpointAdjoint(checkpoints=64)`).
+        instance (e.g. `diffrax.RecursiveCheckpointAdjoint(checkpoints=64)`). A
+        `RecursiveCheckpointAdjoint` without `checkpoints` (the default) gets
+        `4 log2(max_steps)` of them.
     - `solver`: `"kvaerno5"` (default: `Kvaerno5` with matrix-free stage solves;
         see the module docstring for why an implicit solver), `"kencarp5"`
         (`KenCarp5`, implicit in the transport only), `"tsit5"` (explicit; its
@@ -313,10 +367,16 @@ def integrate(
         with steps capped at a tenth of the relaxation time `C / B` (see
         `default_controller`).
     - `dt0`: initial step, years (default: chosen by the controller).
-    - `max_steps`: step limit (default: 16384, or twice the steps the default
-        controller's cap implies for `years` when that is more, rounded up to a
-        power of two).
-    - `throw`: raise if the solve fails (default), else return the failure code.
+    - `max_steps`: step limit (an integer >= 1). The default follows from the run's
+        length: twice the steps the default controller's cap implies for `years`,
+        rounded up to a power of two (at least 16384), for the forward run and for
+        reverse mode alike (the recursive adjoint then stores 4 log2(max_steps)
+        checkpoints, so its memory grows like log(years)); a run whose budget
+        would pass 2**24 steps is refused up front, with an estimate of its time.
+        Where the parameters are traced (inside `jit`), or `stepsize_controller`
+        is given, the default is a bound of 2**22 steps.
+    - `throw`: raise if the solve fails (default), else return the failure code,
+        with `T`, `Ts`, `global_mean` and `ice_edge` (and their derivatives) NaN.
     - `progress`: print diffrax's text progress meter (percent of `years` done).
 
     **Returns:**
@@ -325,8 +385,10 @@ def integrate(
 
     **Raises:**
 
-    - `ValueError`: for a bad `T0`, `adjoint` or `years`, or when the chosen
-        adjoint cannot do the requested differentiation (with the adjoint to use).
+    - `ValueError`: for a bad `T0`, `adjoint`, `years`, `dt0` or `max_steps`; for a
+        run too long for the default step budget (with its estimated steps and
+        time); or when the chosen adjoint cannot do the requested
+        differentiation (with the adjoint to use).
     - `EquinoxRuntimeError`: with `adjoint="backsolve"` on runs longer than its
         measured horizon (see the module docstring), or when the solve fails.
     """
@@ -336,10 +398,20 @@ def integrate(
     adjoint_name = adjoint if isinstance(adjoint, str) else type(adjoint).__name__
     adjoint = resolve_adjoint(adjoint)
     solver = resolve_solver(solver)
+    if max_steps is None:
+        # A user's controller has no known cap: the bound alone, no estimate.
+        max_steps = (
+            _default_max_steps(params, years, model)
+            if stepsize_controller is None
+            else TRACED_MAX_STEPS
+        )
+    else:
+        check_count("max_steps", max_steps, 1)
+    if dt0 is not None:
+        _check_positive("dt0", dt0)
+    adjoint = _with_checkpoints(adjoint, max_steps)
     if stepsize_controller is None:
         stepsize_controller = default_controller(params, model)
-    if max_steps is None:
-        max_steps = _default_max_steps(params, years, model)
     if saveat is None:
         saveat = diffrax.SaveAt(t1=True)
     else:
@@ -417,14 +489,20 @@ def _integrate(
         ts, Ts = None, None
     else:
         ts, Ts = solution.ts[:-1], ys[:-1]
+    result = RESULTS.promote(solution.result)
+    outputs = (T, Ts, grid.global_mean(T), model.ice_edge(T, params))
+    if not throw:
+        # An unfinished run's state is not the state at `years`.
+        outputs = nan_unless_successful(result, outputs, params)
+    T, Ts, global_mean, ice_edge = outputs
     return Trajectory(
         T=T,
         lat=grid.lat,
-        global_mean=grid.global_mean(T),
-        ice_edge=model.ice_edge(T, params),
+        global_mean=global_mean,
+        ice_edge=ice_edge,
         ts=ts,
         Ts=Ts,
-        result=RESULTS.promote(solution.result),
+        result=result,
         num_steps=solution.stats["num_steps"],
     )
 
