@@ -47,10 +47,10 @@ import numpy as np
 import optimistix as optx
 from jaxtyping import Array, Bool, Float, Int
 
+from ._checks import check_count
 from ._custom_types import Scalar, Temperature
 from ._equilibrium import equilibrium, resolve_model
 from ._grid import Grid
-from ._integrate import check_count
 from ._model import EnergyBalanceModel
 from ._params import Params, allowed_range, in_range, out_of_range
 from ._results import RESULTS

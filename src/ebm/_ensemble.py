@@ -534,7 +534,7 @@ def ensemble(
         `throw=True`.
     - `RuntimeError`: with `on_failure="raise"`, when any member failed.
     """
-    from ._integrate import check_count
+    from ._checks import check_count
 
     if on_failure not in ON_FAILURE:
         raise ValueError(

@@ -31,6 +31,7 @@ import numpy as np
 import optax
 from jaxtyping import Array, Float
 
+from ._checks import check_count
 from ._equilibrium import (
     NearFoldWarning,
     _near_fold_message,
@@ -39,7 +40,7 @@ from ._equilibrium import (
     resolve_model,
 )
 from ._grid import Grid
-from ._integrate import check_count, integrate
+from ._integrate import integrate
 from ._model import EnergyBalanceModel
 from ._params import Params
 from ._results import RESULTS

@@ -47,7 +47,7 @@ import numpy as np
 from jaxtyping import Array, Float, Int
 
 from ._checkpoint import resolve_checkpoint
-from ._checks import check_count as check_count
+from ._checks import check_count
 from ._constants import SECONDS_PER_YEAR
 from ._custom_types import Scalar, Temperature
 from ._equilibrium import _known, initial_profile, resolve_model

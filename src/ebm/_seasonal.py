@@ -56,10 +56,11 @@ from ._checkpoint import (
     RecursiveCheckpoint,
     resolve_checkpoint,
 )
+from ._checks import check_count
 from ._custom_types import Scalar, Temperature
 from ._equilibrium import initial_profile, resolve_model
 from ._grid import Grid
-from ._integrate import _fixed_step, check_count
+from ._integrate import _fixed_step
 from ._model import EnergyBalanceModel
 from ._params import Params
 from ._physics.insolation import DailyInsolation
