@@ -12,10 +12,13 @@ $$\frac{\partial T^*}{\partial\theta} = -J^{-1}\frac{\partial F}{\partial\theta}
 \qquad J = \frac{\partial F}{\partial T}\Big|_{T^*},$$
 
 through `optimistix.ImplicitAdjoint`: one linear solve at the equilibrium, however
-long the spin-up would have taken. The solve is matrix-free: GMRES on the
-Jacobian-vector product, preconditioned by the Jacobian's tridiagonal part found
-from three such products (`ebm.TridiagonalPreconditionedGMRES`). Memory and work are
-O(n_lat); no dense Jacobian is formed.
+long the spin-up would have taken. The solve is matrix-free. The Jacobian's
+tridiagonal part is found from three Jacobian-vector products; when every term of
+the model is one of ebm's own (each local in latitude or coupling neighbours only),
+that is the whole Jacobian and the solve is direct. For any other term it is GMRES
+on the Jacobian-vector product, preconditioned by the tridiagonal part
+(`ebm.TridiagonalPreconditionedGMRES`). Memory and work are O(n_lat); no dense
+Jacobian is formed.
 
 Near a fold (see `ebm.continuation`) the leading eigenvalue $\lambda_1$ of $J$ tends
 to zero like the square root of the distance to the fold, and so does every
@@ -38,15 +41,24 @@ from jaxtyping import Array, Bool, Float, Int
 from ._checks import check_count
 from ._custom_types import Scalar, Temperature
 from ._grid import Grid
-from ._model import EnergyBalanceModel, present_day_profile
+from ._model import EnergyBalanceModel, has_tridiagonal_jacobian, present_day_profile
 from ._params import Params
 from ._physics.insolation import legendre_p2
 from ._pseudo_transient import PseudoTransientContinuation
 from ._results import RESULTS, nan_unless_successful
-from ._tridiagonal import TridiagonalPreconditionedGMRES, probe_tridiagonal
+from ._tridiagonal import (
+    ProbedTridiagonal,
+    TridiagonalPreconditionedGMRES,
+    probe_tridiagonal,
+)
 
 
 STARTS = ("present", "warm", "cold")
+
+# The implicit adjoint for any model; for one whose Jacobian is tridiagonal by
+# construction, the same solve done directly.
+DEFAULT_ADJOINT = optx.ImplicitAdjoint(linear_solver=TridiagonalPreconditionedGMRES())
+_TRIDIAGONAL_ADJOINT = optx.ImplicitAdjoint(linear_solver=ProbedTridiagonal())
 
 
 def initial_profile(
@@ -191,9 +203,7 @@ def equilibrium(
     model: EnergyBalanceModel | None = None,
     start="present",
     solver: optx.AbstractRootFinder = PseudoTransientContinuation(),
-    adjoint: optx.AbstractAdjoint = optx.ImplicitAdjoint(
-        linear_solver=TridiagonalPreconditionedGMRES()
-    ),
+    adjoint: optx.AbstractAdjoint = DEFAULT_ADJOINT,
     max_steps: int = 256,
     near_fold: float | None = 1e-2,
     throw: bool = True,
@@ -214,7 +224,10 @@ def equilibrium(
         follows the model's dynamics from `start` and accepts only stable roots), or
         any `optimistix.AbstractRootFinder` (e.g. `optx.Newton`); a root it finds
         that is unstable is reported as `RESULTS.unstable_equilibrium`.
-    - `adjoint`: how to differentiate (default implicit, matrix-free GMRES).
+    - `adjoint`: how to differentiate (default implicit: a direct solve with the
+        Jacobian's probed tridiagonal when every term of the model is one of ebm's
+        own, whose Jacobians are at most tridiagonal; matrix-free GMRES
+        preconditioned by it for any other term).
     - `max_steps`: root-finder iteration limit (an integer >= 1).
     - `near_fold`: warn (`ebm.NearFoldWarning`) when the leading eigenvalue is
         within this of zero, W m-2 K-1 (default 1e-2: derivatives amplified 200
@@ -242,6 +255,10 @@ def equilibrium(
     model = resolve_model(model, grid)
     # Checked here, not inside jit, so that a bad start is a ValueError at once.
     T0 = initial_profile(start, params, model.grid)
+    if adjoint is DEFAULT_ADJOINT and has_tridiagonal_jacobian(model):
+        # The same solution without compiling GMRES (about half the compile time of
+        # the first gradient), which would be skipped at run time anyway.
+        adjoint = _TRIDIAGONAL_ADJOINT
     state = _equilibrium(params, model, T0, solver, adjoint, max_steps, throw)
     if near_fold is not None:
         leading_eigenvalue = _known(state.leading_eigenvalue)

@@ -34,7 +34,7 @@ from ._constants import SECONDS_PER_YEAR
 from ._custom_types import EdgeValues, Flux, Scalar, Temperature
 from ._grid import Grid
 from ._params import Params
-from ._physics.albedo import SubgridIceAlbedo
+from ._physics.albedo import PrescribedAlbedo, SmoothIceAlbedo, SubgridIceAlbedo
 from ._physics.base import (
     AbstractAlbedo,
     AbstractInsolation,
@@ -42,7 +42,12 @@ from ._physics.base import (
     AbstractTransport,
 )
 from ._physics.heat_capacity import AbstractHeatCapacity, MixedLayerHeatCapacity
-from ._physics.insolation import P2Insolation, legendre_p2
+from ._physics.insolation import (
+    AnnualMeanInsolation,
+    DailyInsolation,
+    P2Insolation,
+    legendre_p2,
+)
 from ._physics.longwave import LinearLongwave
 from ._physics.transport import DiffusiveTransport
 
@@ -180,3 +185,30 @@ class EnergyBalanceModel(eqx.Module):
     def global_mean(self, field: Float[Array, "*batch lat"]) -> Float[Array, "*batch"]:
         """Area-weighted global mean over the last axis."""
         return self.grid.global_mean(field)
+
+
+# ebm's own terms of the energy budget: each is local in latitude or couples a cell
+# to its two neighbours (diffusion, the sub-grid ice fraction), so their Jacobians
+# are at most tridiagonal. Exact types only: a subclass may add anything.
+_TRIDIAGONAL_TERMS = frozenset(
+    (
+        P2Insolation,
+        AnnualMeanInsolation,
+        DailyInsolation,
+        SmoothIceAlbedo,
+        SubgridIceAlbedo,
+        PrescribedAlbedo,
+        LinearLongwave,
+        DiffusiveTransport,
+    )
+)
+
+
+def has_tridiagonal_jacobian(model: EnergyBalanceModel) -> bool:
+    """Whether the energy budget's Jacobian is tridiagonal by construction: the
+    model and each of its terms are ebm's own classes (not subclasses), so the
+    Jacobian's probed tridiagonal part is the whole of it."""
+    terms = (model.insolation, model.albedo, model.longwave, model.transport)
+    return type(model) is EnergyBalanceModel and all(
+        type(term) in _TRIDIAGONAL_TERMS for term in terms
+    )
