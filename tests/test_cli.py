@@ -212,3 +212,30 @@ def test_max_steps_reaches_the_solver(capsys):
     capsys.readouterr()
     assert main(["run", "--dt", "0.1", "--years", "1", "--max-steps", "9", *argv]) == 2
     assert "`--max-steps` 9 limits an adaptive run" in capsys.readouterr().err
+
+
+def test_cli_says_when_it_is_compiling(capsys):
+    """A compilation that lasts past the delay is announced once on stderr; running
+    a compiled program is not."""
+    import jax
+    import jax.numpy as jnp
+
+    from ebm._cli import _CompileNotice
+
+    def chain(x):
+        # Each step uses the last once: tracing and compiling take a fraction of a
+        # second, which the watcher, sampling every millisecond, sees.
+        for k in range(300):
+            x = jnp.sin(x) * (1.0 + k / 1000) + k
+        return x
+
+    fn = jax.jit(chain)
+    with _CompileNotice("equilibrium", delay=0.0, interval=0.001) as notice:
+        jax.block_until_ready(fn(jnp.linspace(0.0, 1.0, 16)))
+    assert notice.said
+    assert capsys.readouterr().err.startswith("ebm equilibrium: compiling")
+    with _CompileNotice("equilibrium", delay=0.0, interval=0.001) as notice:
+        for _ in range(200):
+            jax.block_until_ready(fn(jnp.linspace(0.0, 2.0, 16)))
+    assert not notice.said
+    assert capsys.readouterr().err == ""

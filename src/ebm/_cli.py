@@ -17,13 +17,76 @@ Every subcommand takes `--json` (print JSON instead of text), `--plot FILE` /
 `--n-lat` and parameters (`--D 0.3 ...`). Bad arguments or parameters print one line
 on stderr and exit with status 2; a solve that fails prints one line and exits with
 status 1. The long jobs show progress (`run`: diffrax's meter on stdout; `fit`: a
-line on stderr) unless `--json` or `--no-progress`.
+line on stderr) unless `--json` or `--no-progress`. A subcommand whose first
+compilation lasts more than a second says so on stderr (JAX compiles each program
+the first time it meets a grid and settings, 10-30 s for some on 2 cores).
 """
 
 import argparse
 import dataclasses
 import json
 import sys
+import threading
+import time
+
+
+# The functions of JAX (in jax/_src) on the stack while it traces, lowers and
+# compiles a program for `jit`: seen on the main thread, JAX is compiling.
+_COMPILING = frozenset(
+    ("_infer_params", "lower_sharding_computation", "compile_or_get_cached")
+)
+
+
+def _is_compiling(frame) -> bool:
+    while frame is not None:
+        code = frame.f_code
+        if code.co_name in _COMPILING and "jax" in code.co_filename:
+            return True
+        frame = frame.f_back
+    return False
+
+
+class _CompileNotice:
+    """Writes one line to stderr once JAX has been compiling on this thread for
+    `delay` seconds without a break (checked every `interval` seconds by a daemon
+    thread that reads the thread's stack); nothing for a quick compile, and
+    nothing after the first line."""
+
+    def __init__(self, command: str, delay: float = 1.0, interval: float = 0.05):
+        self.command = command
+        self.delay = delay
+        self.interval = interval
+        self.said = False
+        self._thread_id = threading.get_ident()
+        self._stop = threading.Event()
+        self._watcher = threading.Thread(target=self._watch, daemon=True)
+
+    def __enter__(self):
+        self._watcher.start()
+        return self
+
+    def __exit__(self, *exc):
+        self._stop.set()
+        self._watcher.join()
+
+    def _watch(self) -> None:
+        since = None
+        while not self._stop.wait(self.interval):
+            frame = sys._current_frames().get(self._thread_id)
+            if not _is_compiling(frame):
+                since = None
+                continue
+            now = time.monotonic()
+            since = now if since is None else since
+            if now - since >= self.delay:
+                sys.stderr.write(
+                    f"ebm {self.command}: compiling (once per process: JAX compiles "
+                    "each program on first use for a grid and settings; 10-30 s for "
+                    "some on 2 cores)...\n"
+                )
+                sys.stderr.flush()
+                self.said = True
+                return
 
 
 def _add_common(parser: argparse.ArgumentParser, plot: str | None) -> None:
@@ -859,7 +922,8 @@ def main(argv=None) -> int:
     arguments = parser.parse_args(argv)
     try:
         _check_outputs(arguments)
-        report = COMMANDS[arguments.command](arguments)
+        with _CompileNotice(arguments.command):
+            report = COMMANDS[arguments.command](arguments)
     except (ValueError, TypeError, KeyError, OSError, ImportError) as error:
         print(f"ebm: error: {error_message(error)}", file=sys.stderr)
         return 2
