@@ -52,10 +52,18 @@ def main() -> None:
     if arguments.coordinator is not None:
         # CPU devices of several processes talk through gloo; GPUs need nothing.
         jax.config.update("jax_cpu_collectives_implementation", "gloo")
+        # The processes must all connect within `initialization_timeout`, each must
+        # send a heartbeat within `heartbeat_timeout_seconds` (a process busy
+        # compiling on a loaded machine can miss JAX's 100 s), and at exit each waits
+        # `shutdown_timeout_seconds` at a barrier for the others to finish (JAX's
+        # 300 s, which a process left behind on a busy 2-core machine has missed).
         jax.distributed.initialize(
             coordinator_address=arguments.coordinator,
             num_processes=arguments.num_processes,
             process_id=arguments.process_id,
+            initialization_timeout=1800,
+            heartbeat_timeout_seconds=1800,
+            shutdown_timeout_seconds=1800,
         )
     import numpy as np
 

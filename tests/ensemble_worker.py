@@ -29,10 +29,18 @@ def main() -> None:
 
     if args.coordinator is not None:
         jax.config.update("jax_cpu_collectives_implementation", "gloo")
+        # The processes must all connect within `initialization_timeout`, each must
+        # send a heartbeat within `heartbeat_timeout_seconds` (a process busy
+        # compiling on a loaded machine can miss JAX's 100 s), and at exit each waits
+        # `shutdown_timeout_seconds` at a barrier for the others to finish (JAX's
+        # 300 s, which a process left behind on a busy 2-core machine has missed).
         jax.distributed.initialize(
             coordinator_address=args.coordinator,
             num_processes=args.num_processes,
             process_id=args.process_id,
+            initialization_timeout=1800,
+            heartbeat_timeout_seconds=1800,
+            shutdown_timeout_seconds=1800,
         )
     import numpy as np
 

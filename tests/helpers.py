@@ -1,9 +1,16 @@
+import contextlib
+import subprocess
+
 import equinox as eqx
 import jax
 import jax.numpy as jnp
 import numpy as np
 
 import ebm
+
+
+# The event JAX records after each XLA compilation (jax._src.dispatch).
+BACKEND_COMPILE_EVENT = "/jax/core/compile/backend_compile_duration"
 
 
 def tree_allclose(x, y, *, rtol=1e-7, atol=0.0) -> bool:
@@ -35,7 +42,23 @@ def finite_difference(fn, params: ebm.Params, name: str, *, relative_step=1e-6):
     def at(offset):
         return float(fn(replace(params, name, value + offset)))
 
-    return (8 * (at(step) - at(-step)) - (at(2 * step) - at(-2 * step))) / (12 * step)
+    forward = at(step)
+    # Every evaluation after the first is a call with new parameter values: one
+    # that compiles again would make each fit or sweep pay the compile.
+    with compilations() as compiled:
+        backward, forward_2, backward_2 = at(-step), at(2 * step), at(-2 * step)
+    assert not compiled, f"{fn} compiled again for new values of {name}: {compiled}"
+    return (8 * (forward - backward) - (forward_2 - backward_2)) / (12 * step)
+
+
+def assert_compiles_once(fn, *calls):
+    """`fn(calls[0])` compiles what it needs; `fn(call)` for every later entry of
+    `calls` (new parameter values, same shapes and settings) compiles nothing."""
+    jax.block_until_ready(fn(calls[0]))
+    for call in calls[1:]:
+        with compilations() as compiled:
+            jax.block_until_ready(fn(call))
+        assert not compiled, f"a call with new values compiled {compiled}"
 
 
 def assert_gradient_matches_fd(
@@ -48,3 +71,67 @@ def assert_gradient_matches_fd(
         assert np.isclose(actual, expected, rtol=rtol, atol=atol), (
             f"d/d{name}: autodiff {actual!r} vs finite differences {expected!r}"
         )
+
+
+# Long enough for a 2-core machine kept busy by another process (the multi-process
+# tests' slowest worker takes minutes there); a hang still ends.
+SUBPROCESS_TIMEOUT = 3600
+
+
+def run_processes(commands, *, cwd=None, timeout=SUBPROCESS_TIMEOUT):
+    """Run `commands` at once, wait for every one, and return their
+    `subprocess.CompletedProcess`es (text stdout and stderr).
+
+    Whatever happens while waiting (a timeout, a failed assertion in a caller's
+    `with`, an interrupt), every process is killed if still running, waited for,
+    and its pipes are closed: none outlives the test.
+    """
+    processes = []
+    try:
+        for command in commands:
+            processes.append(
+                subprocess.Popen(
+                    command,
+                    cwd=cwd,
+                    stdout=subprocess.PIPE,
+                    stderr=subprocess.PIPE,
+                    text=True,
+                )
+            )
+        results = []
+        for command, process in zip(commands, processes):
+            stdout, stderr = process.communicate(timeout=timeout)
+            results.append(
+                subprocess.CompletedProcess(command, process.returncode, stdout, stderr)
+            )
+        return results
+    finally:
+        for process in processes:
+            if process.poll() is None:
+                process.kill()
+            process.wait()
+            for pipe in (process.stdout, process.stderr):
+                if pipe is not None:
+                    pipe.close()
+
+
+@contextlib.contextmanager
+def compilations():
+    """Collect the name of every XLA program compiled inside the `with` block.
+
+    Counts JAX's backend-compile events (`jax.monitoring`), so a program found in
+    any of JAX's caches is not counted, and eager operations are (each compiles a
+    small program the first time it meets a shape).
+    """
+    names = []
+
+    def listener(event, duration, **kwargs):
+        del duration
+        if event == BACKEND_COMPILE_EVENT:
+            names.append(kwargs.get("fun_name", "?"))
+
+    jax.monitoring.register_event_duration_secs_listener(listener)
+    try:
+        yield names
+    finally:
+        jax.monitoring.unregister_event_duration_listener(listener)

@@ -5,7 +5,7 @@ import pytest
 
 import ebm
 from ebm._tridiagonal import probe_tridiagonal
-from helpers import assert_gradient_matches_fd, replace
+from helpers import assert_compiles_once, assert_gradient_matches_fd, replace
 
 
 HIGH, LOW = 2500.0, 1000.0
@@ -320,3 +320,21 @@ def test_traced_parameter_out_of_range_is_refused_by_fold():
                 ).value
             )
         )(-1.0)
+
+
+def test_continuation_and_fold_compile_once():
+    """New parameter values reuse the compiled walk, fold refinement and fold
+    solve, although the walk's number of points differs from call to call."""
+    values = (ebm.Params(), ebm.Params(D=0.5), ebm.Params(D=0.6, B=2.1))
+    counts = []
+
+    def walk(p):
+        branch = ebm.continuation(p, "S0", stop=LOW)
+        assert branch.folds  # the folds passed are refined every time
+        counts.append(branch.num_points)
+        return branch.values
+
+    assert_compiles_once(walk, *values)
+    assert len(set(counts)) > 1
+    assert_compiles_once(lambda p: ebm.fold(p, "S0", stop=LOW).value, *values)
+    assert_compiles_once(jax.grad(lambda p: ebm.fold(p, "S0", stop=LOW).value), *values)

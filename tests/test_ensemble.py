@@ -2,7 +2,6 @@
 
 import pathlib
 import socket
-import subprocess
 import sys
 import warnings
 
@@ -14,26 +13,15 @@ import numpy as np
 import pytest
 
 import ebm
-from helpers import assert_gradient_matches_fd
+from helpers import assert_compiles_once, assert_gradient_matches_fd, run_processes
 
 
 ROOT = pathlib.Path(__file__).parents[1]
 WORKER = ROOT / "tests" / "ensemble_worker.py"
 
 
-def _worker(output, *args, **kwargs):
-    return subprocess.Popen(
-        [sys.executable, str(WORKER), str(output), *args],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        **kwargs,
-    )
-
-
-def _finish(process):
-    stdout, stderr = process.communicate(timeout=600)
-    assert process.returncode == 0, stderr[-3000:]
+def _worker(output, *args):
+    return [sys.executable, str(WORKER), str(output), *args]
 
 
 def _runs(saved, devices):
@@ -60,8 +48,8 @@ def test_sharded_and_multihost_equal_unsharded_exactly(tmp_path):
         )
         for process in (0, 1)
     ]  # fmt: skip
-    for process in (single, *hosts):
-        _finish(process)
+    for finished in run_processes([single, *hosts]):
+        assert finished.returncode == 0, finished.stderr[-3000:]
     saved = np.load(tmp_path / "single.npz")
     distributed = np.load(tmp_path / "hosts.npz")
     assert int(saved["device_count"]) == 4 and int(saved["process_count"]) == 1
@@ -307,3 +295,18 @@ def test_failed_member_claims_no_stability(tmp_path):
     stable = ebm.load(path)["stable"]
     assert not stable.values[failed].any()
     assert "failed" in stable.attrs["comment"]
+
+
+def test_ensemble_compiles_once():
+    """Another ensemble of the same size and settings, with new values, reuses the
+    compiled blocks (values and gradients)."""
+    batches = [
+        ebm.sweep(D=[0.3, 0.555, 0.9], A=[205.0, 210.0, 215.0]),
+        ebm.sweep(D=[0.4, 0.5, 0.6], A=[200.0, 212.0, 214.0]),
+    ]
+    assert_compiles_once(
+        lambda members: (
+            ebm.ensemble(members, gradient="global_mean", block_size=2).gradient
+        ),
+        *batches,
+    )

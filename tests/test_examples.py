@@ -6,6 +6,8 @@ import sys
 
 import pytest
 
+from helpers import SUBPROCESS_TIMEOUT, run_processes
+
 
 ROOT = pathlib.Path(__file__).parents[1]
 
@@ -16,7 +18,7 @@ def _run_example(name, *args, cwd):
         cwd=cwd,
         capture_output=True,
         text=True,
-        timeout=600,
+        timeout=SUBPROCESS_TIMEOUT,
     )
     assert result.returncode == 0, result.stderr
     return result
@@ -111,19 +113,12 @@ def test_ensemble_example_runs_on_one_host_and_on_two(tmp_path):
         "--host-devices", "2", "--coordinator", f"localhost:{port}",
         "--num-processes", "2",
     ]  # fmt: skip
-    processes = [
-        subprocess.Popen(
-            [*command, "--process-id", str(i)],
-            cwd=two,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-        )
-        for i in (0, 1)
-    ]
-    outputs = [process.communicate(timeout=600) for process in processes]
-    for process, (_, stderr) in zip(processes, outputs):
-        assert process.returncode == 0, stderr[-3000:]
+    finished = run_processes(
+        [[*command, "--process-id", str(i)] for i in (0, 1)], cwd=two
+    )
+    for process in finished:
+        assert process.returncode == 0, process.stderr[-3000:]
+    outputs = [(process.stdout, process.stderr) for process in finished]
     first = outputs[0][0]
     assert "on 4 devices (2 processes)" in first
     # The same statistics as the single-process run, and only process 0 writes.

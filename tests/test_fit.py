@@ -13,7 +13,7 @@ import pytest
 
 import ebm
 from ebm._fit import from_unconstrained, to_unconstrained
-from helpers import finite_difference, replace
+from helpers import assert_compiles_once, finite_difference, replace
 
 
 NAMES = ebm.Params.field_names()
@@ -341,3 +341,30 @@ def test_sensitivity_and_hessian_warn_near_a_fold(params):
     # errors in this suite).
     ebm.sensitivity(params, names=("D",), grid=grid)
     ebm.hessian(params, names=("D",), grid=grid, near_fold=None)
+
+
+def test_fit_sensitivity_and_hessian_compile_once(params):
+    """New starting values (same target shape, names and settings) reuse the
+    compiled optimiser step, Jacobian and Hessian: a loop of fits is cheap."""
+    values = (params, replace(params, "D", 0.5), replace(params, "D", 0.6))
+    target = ebm.equilibrium(params).T
+    assert_compiles_once(lambda p: ebm.fit(p, target, steps=2).loss_history, *values)
+    start, times, snapshots = _forced_trajectory_problem(params)
+    assert_compiles_once(
+        lambda p: (
+            ebm.fit(
+                p,
+                snapshots,
+                fit=("forcing",),
+                through="trajectory",
+                times=times,
+                T0=start,
+                steps=2,
+            ).loss_history
+        ),
+        *values,
+    )
+    assert_compiles_once(lambda p: ebm.sensitivity(p, "global_mean").jacobian, *values)
+    assert_compiles_once(
+        lambda p: ebm.hessian(p, "global_mean", names=("D", "B", "A")).matrix, *values
+    )

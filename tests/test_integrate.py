@@ -7,7 +7,7 @@ import pytest
 
 import ebm
 from ebm._integrate import BACKSOLVE_HORIZON, fastest_time_scale
-from helpers import assert_gradient_matches_fd, tree_allclose
+from helpers import assert_compiles_once, assert_gradient_matches_fd, tree_allclose
 
 
 NAMES = ebm.Params.field_names()
@@ -139,7 +139,10 @@ def test_long_runs_get_enough_steps_for_the_step_cap(params):
     assert float(jnp.max(jnp.abs(run.T - start))) < 1e-6
 
 
-@pytest.mark.parametrize("solver", ["kencarp5", "tsit5"])
+# Tsit5 in the default run; the implicit-explicit KenCarp5 in the full matrix.
+@pytest.mark.parametrize(
+    "solver", [pytest.param("kencarp5", marks=pytest.mark.slow), "tsit5"]
+)
 def test_other_solvers_agree_and_their_gradients_match_finite_differences(
     params, solver
 ):
@@ -265,9 +268,9 @@ def test_unfinished_run_gives_nan_and_nan_gradients(params):
         lambda p: ebm.integrate(p, years=2.0, max_steps=20, throw=False).global_mean
     )(params)
     assert all(np.isnan(getattr(gradient, name)) for name in NAMES)
-    finished = jax.grad(
-        lambda p: ebm.integrate(p, years=2.0, throw=False).global_mean
-    )(params)
+    finished = jax.grad(lambda p: ebm.integrate(p, years=2.0, throw=False).global_mean)(
+        params
+    )
     assert np.isfinite(finished.D)
 
 
@@ -320,3 +323,27 @@ def test_a_stepper_must_return_its_error_estimate(params):
 
     with pytest.raises(TypeError, match="must return a pair"):
         ebm.integrate_fixed(params, dt=0.001, steps=2, stepper=BareEuler())
+
+
+_VALUES = (ebm.Params(), ebm.Params(D=0.5, water_depth=40.0), ebm.Params(B=2.1))
+
+
+@pytest.mark.parametrize("adjoint", ["recursive", "forward"])
+def test_integrate_and_its_gradient_compile_once(adjoint):
+    """New parameter values (same run length, grid and settings) reuse the compiled
+    run and its derivative, in reverse and in forward mode."""
+    derivative = jax.grad if adjoint == "recursive" else jax.jacfwd
+
+    def run(p):
+        return ebm.integrate(p, years=2.0, adjoint=adjoint).global_mean
+
+    assert_compiles_once(run, *_VALUES)
+    assert_compiles_once(derivative(run), *_VALUES)
+
+
+def test_integrate_fixed_and_its_gradient_compile_once():
+    def run(p):
+        return ebm.integrate_fixed(p, dt=0.05, steps=40).global_mean
+
+    assert_compiles_once(run, *_VALUES)
+    assert_compiles_once(jax.grad(run), *_VALUES)

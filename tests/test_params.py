@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 import ebm
+from helpers import SUBPROCESS_TIMEOUT
 
 
 @pytest.mark.parametrize(
@@ -129,7 +130,7 @@ def test_version_from_a_source_checkout_without_metadata():
         capture_output=True,
         text=True,
         env={"PYTHONPATH": str(src), "PATH": "", "JAX_PLATFORMS": "cpu"},
-        timeout=120,
+        timeout=SUBPROCESS_TIMEOUT,
     )
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "0+unknown"

@@ -9,7 +9,7 @@ import scipy.special
 
 import ebm
 from ebm._orbital import VERNAL_EQUINOX_DAY
-from helpers import finite_difference, replace
+from helpers import assert_compiles_once, finite_difference, replace
 
 
 YEAR = 365.2422
@@ -256,7 +256,18 @@ def short_run_finite_difference():
     return float((up - down) / (2 * step))
 
 
-@pytest.mark.parametrize("adjoint", ["recursive", "direct", "forward", "backsolve"])
+# The default run checks the reverse adjoint and forward mode on the seasonal model;
+# "direct" and "backsolve" are checked against finite differences on the annual
+# model by tests/test_integrate.py and here with the full matrix (-m slow).
+@pytest.mark.parametrize(
+    "adjoint",
+    [
+        "recursive",
+        "forward",
+        pytest.param("direct", marks=pytest.mark.slow),
+        pytest.param("backsolve", marks=pytest.mark.slow),
+    ],
+)
 def test_seasonal_integration_gradient_under_every_adjoint(
     adjoint, short_run_finite_difference
 ):
@@ -489,3 +500,17 @@ def test_default_cycle_passes_its_error_check(cycle):
     # 73 ROS2 steps a year are within 0.1 K of the converged cycle; the estimate
     # (its embedded first-order solution's) is several K but within the default.
     assert cycle.converged and 0.0 < float(cycle.step_error) < 10.0
+
+
+def test_seasonal_entry_points_compile_once():
+    values = (PARAMS, ebm.Params(D=0.5, obliquity=24.0), ebm.Params(water_depth=30.0))
+
+    def cycle(params):
+        return ebm.periodic_equilibrium(params, grid=GRID, steps_per_year=STEPS)
+
+    assert_compiles_once(lambda p: cycle(p).T, *values)
+    assert_compiles_once(jax.grad(lambda p: cycle(p).annual_global_mean), *values)
+    assert_compiles_once(
+        lambda p: ebm.seasonal_spinup(p, grid=GRID, steps_per_year=STEPS, years=80).T,
+        *values,
+    )

@@ -726,27 +726,33 @@ def continuation(
     )
     count = int(walk.count)
     status = int(walk.status)
-    y = walk.y[:count]
-    tangent = walk.tangent[:count]
     result = {
         _LEFT_BOUNDS: RESULTS.successful,
         _MAX_POINTS: RESULTS.max_steps_reached,
         _STEP_TOO_SMALL: RESULTS.step_too_small,
     }[status]
+    # Everything below works on the walk's whole (max_points-long) arrays and cuts
+    # them to `count` on the host, then puts them back on the device as they are: a
+    # cut inside a compiled function, an eager slice of a device array, or
+    # `jnp.asarray` of the host array would compile again for every new number of
+    # points.
+    fields = _branch_fields(problem, walk)
+    if not save_profiles:
+        del fields["T"]
+    host = jax.tree.map(lambda x: np.asarray(x)[:count], fields)
     if throw and status == _STEP_TOO_SMALL:
-        value = float(problem.value(y[-1, -1]))
         raise RuntimeError(
-            f"Continuation in {parameter} failed at {parameter} = {value} after "
-            f"{count} points: {RESULTS[result]}"
+            f"Continuation in {parameter} failed at {parameter} = "
+            f"{float(host['values'][-1])} after {count} points: {RESULTS[result]}"
         )
-    signs = np.sign(np.asarray(tangent[:, -1]))
+    signs = np.sign(host["slope"])
     fold_indices = np.flatnonzero(signs[1:] != signs[:-1])
     folds = []
     for index in fold_indices:
         refined = _refine_from_walk(
             problem,
-            y,
-            tangent,
+            walk.y,
+            walk.tangent,
             jnp.asarray(index),
             corrector,
             corrector_steps,
@@ -755,35 +761,49 @@ def continuation(
         )
         if throw and refined.result != RESULTS.successful:
             raise RuntimeError(
-                f"The fold near {parameter} = "
-                f"{float(problem.value(y[index, -1]))} did not converge: "
-                f"{RESULTS[refined.result]}"
+                f"The fold near {parameter} = {float(host['values'][index])} did not "
+                f"converge: {RESULTS[refined.result]}"
             )
         folds.append(refined)
-    model = problem.model
-    values = problem.value(y[:, -1])
+    values = host["values"]
     if status == _LEFT_BOUNDS:
         # The walk ended on a bound: say so exactly, not to within a rounding.
         low, high = (float(b) for b in _bounds(problem.origin, stop, bounds))
         last = float(values[-1])
-        values = values.at[-1].set(low if abs(last - low) < abs(last - high) else high)
-    T = y[:, :-1]
-    leading = walk.leading_eigenvalue[:count]
+        values = values.copy()
+        values[-1] = low if abs(last - low) < abs(last - high) else high
     return Branch(
         parameter=parameter,
+        values=jax.device_put(values),
+        global_mean=jax.device_put(host["global_mean"]),
+        ice_edge=jax.device_put(host["ice_edge"]),
+        leading_eigenvalue=jax.device_put(host["leading_eigenvalue"]),
+        stable=jax.device_put(host["leading_eigenvalue"] < 0),
+        slope=jax.device_put(host["slope"]),
+        arclength=jax.device_put(host["arclength"]),
+        T=jax.device_put(host["T"]) if save_profiles else None,
+        folds=tuple(folds),
+        result=result,
+        num_points=count,
+    )
+
+
+@eqx.filter_jit
+def _branch_fields(problem: _Problem, walk: _Walk) -> dict:
+    """The branch's outputs at every slot of the walk (those past `count` unused)."""
+    values = problem.value(walk.y[:, -1])
+    T = walk.y[:, :-1]
+    model, params, parameter = problem.model, problem.params, problem.parameter
+    return dict(
         values=values,
         global_mean=model.grid.global_mean(T),
         ice_edge=jax.vmap(
             lambda T, v: model.ice_edge(T, _with_parameter(params, parameter, v))
         )(T, values),
-        leading_eigenvalue=leading,
-        stable=leading < 0,
-        slope=tangent[:, -1] * problem.scale,
-        arclength=jnp.cumsum(walk.step[:count]),
-        T=T if save_profiles else None,
-        folds=tuple(folds),
-        result=result,
-        num_points=count,
+        leading_eigenvalue=walk.leading_eigenvalue,
+        slope=walk.tangent[:, -1] * problem.scale,
+        arclength=jnp.cumsum(walk.step),
+        T=T,
     )
 
 

@@ -21,7 +21,7 @@ grow with the number of steps.
 
 import sys
 import warnings
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 
 import diffrax
 import equinox as eqx
@@ -45,6 +45,10 @@ from ._model import EnergyBalanceModel
 from ._params import Params
 from ._results import RESULTS
 
+
+# One instance, so that repeated fits reuse the compiled step: an optax optimizer's
+# functions are static arguments of the jitted step, compared by identity.
+_DEFAULT_OPTIMIZER = optax.adam(0.05)
 
 POSITIVE = ("B", "D", "S0", "water_depth", "ice_width")
 UNIT_INTERVAL = ("a0", "ai")
@@ -164,7 +168,10 @@ def fit(
     - `start`: the equilibrium's start (equilibrium only).
     - `adjoint`: `integrate`'s adjoint for the trajectory's gradient.
     - `optimizer`: an optax optimizer (default `optax.adam(0.05)`);
-        `optax.lbfgs()` converges much faster on these smooth problems.
+        `optax.lbfgs()` converges much faster on these smooth problems. The
+        optimiser step is compiled once per optimizer object: create it once and
+        pass the same object to repeated fits (a new `optax.lbfgs()` each call
+        compiles the step again, as its functions are new).
     - `steps`: most optimiser steps.
     - `gtol`: converged when the gradient's norm in the optimiser's coordinates
         (log, logit or plain per field, see the module docstring) is below this.
@@ -194,34 +201,18 @@ def fit(
     )
     _check_fitted_parameters_enter(params, names, through, times, T0, model, start)
     if optimizer is None:
-        optimizer = optax.adam(0.05)
+        optimizer = _DEFAULT_OPTIMIZER
     coordinates = {
         name: to_unconstrained(name, getattr(params, name)) for name in names
     }
     state = optimizer.init(coordinates)
-    value_and_grad = jax.value_and_grad(loss_fn)
-
-    @eqx.filter_jit
-    def update(coordinates, state):
-        loss, gradient = value_and_grad(coordinates)
-        # optax's L-BFGS mixes int32 and int64 indices, which a user's strict
-        # promotion setting (as in ebm's tests) would refuse inside optax itself.
-        with jax.numpy_dtype_promotion("standard"):
-            updates, state = optimizer.update(
-                gradient,
-                state,
-                coordinates,
-                value=loss,
-                grad=gradient,
-                value_fn=loss_fn,
-            )
-        norm = optax.tree.norm(gradient)
-        return optax.apply_updates(coordinates, updates), state, loss, norm
 
     history, converged, step = [], False, 0
     for step in range(steps):
         try:
-            new_coordinates, new_state, loss, norm = update(coordinates, state)
+            new_coordinates, new_state, loss, norm = _fit_step(
+                loss_fn, optimizer, coordinates, state
+            )
         except eqx.EquinoxRuntimeError as error:
             raise RuntimeError(
                 f"ebm.fit: the model failed at step {step}, near "
@@ -241,7 +232,9 @@ def fit(
         coordinates, state = new_coordinates, new_state
     else:
         step = steps
-        history.append(float(loss_fn(coordinates)))
+        # The last iterate's loss from the compiled step itself (its update unused),
+        # not from a second compiled program.
+        history.append(float(_fit_step(loss_fn, optimizer, coordinates, state)[2]))
         if not np.isfinite(history[-1]):
             raise _not_converged(step, names, coordinates)
     if progress:
@@ -373,9 +366,56 @@ def _describe(names, coordinates) -> str:
     )
 
 
+class _Loss(eqx.Module):
+    """`coordinates -> misfit` (K^2) of the fitted parameters at `coordinates` (the
+    optimiser's unconstrained space).
+
+    A Module rather than a closure, so that `eqx.filter_jit` finds the compiled
+    optimiser step again on the next `fit` with the same settings: the parameters,
+    target and snapshot times are traced arrays, the names and options static.
+    """
+
+    params: Params
+    target: Array
+    model: EnergyBalanceModel
+    names: tuple[str, ...] = eqx.field(static=True)
+    through: str = eqx.field(static=True)
+    times: Array | None
+    years: float | None = eqx.field(static=True)
+    T0: object
+    start: object
+    adjoint: object
+
+    def output(self, params: Params):
+        """The fitted profile(s) of `params`, and whether the solve succeeded."""
+        if self.through == "equilibrium":
+            state = equilibrium(params, model=self.model, start=self.start, throw=False)
+            return state.T, state.converged
+        run = integrate(
+            params,
+            years=self.years,
+            model=self.model,
+            T0=self.T0,
+            adjoint=self.adjoint,
+            saveat=diffrax.SaveAt(ts=self.times),
+            throw=False,
+        )
+        return run.Ts, run.result == RESULTS.successful
+
+    def __call__(self, coordinates):
+        values = {
+            name: from_unconstrained(name, coordinates[name]) for name in self.names
+        }
+        T, converged = self.output(with_values(self.params, values).check())
+        # An unconverged solve is an infinite loss, so that a line search backs off
+        # instead of the fit stopping; no derivative flows through it.
+        T = jnp.where(converged, T, jax.lax.stop_gradient(T))
+        return jnp.where(converged, misfit(T, self.target, self.model.grid), jnp.inf)
+
+
 def _loss_function(
     params, target, names, through, times, T0, model, start, adjoint
-) -> Callable:
+) -> _Loss:
     n_lat = model.grid.n_lat
     if through == "equilibrium":
         if target.shape != (n_lat,):
@@ -383,11 +423,7 @@ def _loss_function(
                 f"`target` must be a profile of shape ({n_lat},) for "
                 f"through='equilibrium', got shape {target.shape}."
             )
-
-        def output(params):
-            state = equilibrium(params, model=model, start=start, throw=False)
-            return state.T, state.converged
-
+        years = None
     elif through == "trajectory":
         if times is None:
             raise ValueError("through='trajectory' needs `times` (years) for `target`.")
@@ -401,34 +437,28 @@ def _loss_function(
                 f"`target` must have shape ({len(times)}, {n_lat}) (times, lat) for "
                 f"through='trajectory', got shape {target.shape}."
             )
-        saveat = diffrax.SaveAt(ts=jnp.asarray(times))
-
-        def output(params):
-            run = integrate(
-                params,
-                years=float(times[-1]),
-                model=model,
-                T0=T0,
-                adjoint=adjoint,
-                saveat=saveat,
-                throw=False,
-            )
-            return run.Ts, run.result == RESULTS.successful
-
+        years, times = float(times[-1]), jnp.asarray(times)
     else:
         raise ValueError(
             f"`through` must be 'equilibrium' or 'trajectory', got {through!r}."
         )
+    return _Loss(
+        params, target, model, names, through, times, years, T0, start, adjoint
+    )
 
-    def loss(coordinates):
-        values = {name: from_unconstrained(name, coordinates[name]) for name in names}
-        T, converged = output(with_values(params, values).check())
-        # An unconverged solve is an infinite loss, so that a line search backs off
-        # instead of the fit stopping; no derivative flows through it.
-        T = jnp.where(converged, T, jax.lax.stop_gradient(T))
-        return jnp.where(converged, misfit(T, target, model.grid), jnp.inf)
 
-    return loss
+@eqx.filter_jit
+def _fit_step(loss: _Loss, optimizer: optax.GradientTransformation, coordinates, state):
+    """One optimiser step: `(coordinates, state, loss, |gradient|)`."""
+    value, gradient = jax.value_and_grad(loss)(coordinates)
+    # optax's L-BFGS mixes int32 and int64 indices, which a user's strict
+    # promotion setting (as in ebm's tests) would refuse inside optax itself.
+    with jax.numpy_dtype_promotion("standard"):
+        updates, state = optimizer.update(
+            gradient, state, coordinates, value=value, grad=gradient, value_fn=loss
+        )
+    norm = optax.tree.norm(gradient)
+    return optax.apply_updates(coordinates, updates), state, value, norm
 
 
 # --- Sensitivities ---------------------------------------------------------------
