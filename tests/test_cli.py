@@ -5,6 +5,13 @@ import pytest
 from ebm._cli import main
 
 
+def _one_line(err: str) -> bool:
+    """Whether stderr holds one line besides the compile notice (which a failure
+    after a compilation of over a second follows)."""
+    lines = [line for line in err.splitlines() if ": compiling (" not in line]
+    return len(lines) == 1 and err.endswith("\n")
+
+
 def test_equilibrium_json(capsys, tmp_path):
     plot, transport = tmp_path / "profile.png", tmp_path / "transport.png"
     argv = ["equilibrium", "--D", "0.4", "--json", "--plot", str(plot)]
@@ -34,7 +41,7 @@ def test_equilibrium_text(capsys):
 def test_bad_values_give_one_line(capsys, argv, expected):
     assert main(argv) == 2
     err = capsys.readouterr().err
-    assert expected in err and err.count("\n") == 1
+    assert expected in err and _one_line(err)
 
 
 def test_bad_choice_is_a_usage_error(capsys):
@@ -42,7 +49,7 @@ def test_bad_choice_is_a_usage_error(capsys):
         main(["equilibrium", "--start", "tropical"])
     assert info.value.code == 2
     err = capsys.readouterr().err
-    assert "invalid choice" in err and err.count("\n") == 1
+    assert "invalid choice" in err and _one_line(err)
 
 
 SUBCOMMANDS = [
@@ -155,7 +162,7 @@ def test_fit_to_a_netcdf_target_and_scalar_sensitivity(capsys, tmp_path):
 def test_failures_are_one_line(capsys, argv, status, expected):
     assert main(argv) == status
     err = capsys.readouterr().err
-    assert expected in err and err.count("\n") == 1
+    assert expected in err and _one_line(err)
 
 
 def test_fit_target_cut_to_fewer_latitudes_is_refused(capsys, tmp_path):
@@ -169,7 +176,7 @@ def test_fit_target_cut_to_fewer_latitudes_is_refused(capsys, tmp_path):
     assert main(["fit", "--target", str(cut), "--no-plot", "--steps", "2"]) == 2
     err = capsys.readouterr().err
     assert str(cut) in err and "regular pole-to-pole grid of 11 cells" in err
-    assert err.count("\n") == 1
+    assert _one_line(err)
 
 
 def _unwritable_folder(tmp_path):
@@ -198,7 +205,7 @@ def test_unwritable_output_is_refused_before_the_solve(
     assert main(["equilibrium", "--n-lat", "6", option, path]) == 2
     err = capsys.readouterr().err
     assert f"`{option}` {path}: cannot write in the folder" in err
-    assert err.count("\n") == 1
+    assert _one_line(err)
 
 
 def test_max_steps_reaches_the_solver(capsys):

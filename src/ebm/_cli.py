@@ -15,11 +15,12 @@
 Every subcommand takes `--json` (print JSON instead of text), `--plot FILE` /
 `--no-plot`, `--netcdf FILE` (the result as CF netCDF, see `ebm.save`) and the model's
 `--n-lat` and parameters (`--D 0.3 ...`). Bad arguments or parameters print one line
-on stderr and exit with status 2; a solve that fails prints one line and exits with
-status 1. The long jobs show progress (`run`: diffrax's meter on stdout; `fit`: a
-line on stderr) unless `--json` or `--no-progress`. A subcommand whose first
-compilation lasts more than a second says so on stderr (JAX compiles each program
-the first time it meets a grid and settings, 10-30 s for some on 2 cores).
+on stderr and exit with status 2; a solve that fails prints one line (after the
+compile notice, if there was one) and exits with status 1. The long jobs show
+progress (`run`: diffrax's meter on stdout; `fit`: a line on stderr) unless `--json`
+or `--no-progress`. A subcommand whose first compilation lasts more than a second
+says so on stderr (JAX compiles each program the first time it meets a grid and
+settings, 10-30 s for some on 2 cores).
 """
 
 import argparse
