@@ -73,9 +73,14 @@ def _eccentric_from_true(nu, e):
     )
 
 
+@jax.jit
 def _solve_kepler(M, e):
     """`E` with `E - e sin E = M`; differentiable (one Newton step carries the
-    derivative, the iterations before it are not differentiated)."""
+    derivative, the iterations before it are not differentiated).
+
+    Jitted so that an eager call (`ebm.daily_insolation` outside `jit`) finds its
+    compiled loop again: an eager `fori_loop` over a new closure compiles anew on
+    every call."""
     M_reduced = M - 2 * jnp.pi * jnp.round(M / (2 * jnp.pi))
     M0, e0 = jax.lax.stop_gradient((M_reduced, e))
     E = M0 + 0.85 * e0 * jnp.sign(jnp.sin(M0))
