@@ -58,6 +58,13 @@ class TridiagonalMatrix(eqx.Module):
     def _symmetrised_off_diagonal(self):
         return jnp.sqrt(jnp.maximum(self.lower * self.upper, 0.0))
 
+    def _gershgorin_bounds(self) -> tuple[Scalar, Scalar]:
+        """`(low, high)` enclosing every eigenvalue of the symmetrised matrix."""
+        off = self._symmetrised_off_diagonal()
+        zero = jnp.zeros(1, off.dtype)
+        radius = jnp.concatenate([zero, off]) + jnp.concatenate([off, zero])
+        return jnp.min(self.diagonal - radius), jnp.max(self.diagonal + radius)
+
     def count_eigenvalues_above(self, x) -> Array:
         """How many eigenvalues of the symmetrised matrix exceed `x` (Sturm count).
 
@@ -90,11 +97,7 @@ class TridiagonalMatrix(eqx.Module):
         Gershgorin bound (on fine grids diffusion puts that in the thousands while
         the eigenvalue next to a fold is near zero).
         """
-        off = self._symmetrised_off_diagonal()
-        zero = jnp.zeros(1, off.dtype)
-        gershgorin = jnp.max(
-            self.diagonal + jnp.concatenate([zero, off]) + jnp.concatenate([off, zero])
-        )
+        _, gershgorin = self._gershgorin_bounds()
 
         def bisect():
             def halve(_, bracket):
@@ -108,7 +111,9 @@ class TridiagonalMatrix(eqx.Module):
             return jax.lax.fori_loop(0, iterations, halve, start)[1]
 
         any_positive = self.count_eigenvalues_above(0.0) > 0
-        return jax.lax.cond(any_positive, bisect, lambda: jnp.zeros((), off.dtype))
+        return jax.lax.cond(
+            any_positive, bisect, lambda: jnp.zeros((), self.diagonal.dtype)
+        )
 
     def _eigenvalue(self, index: int, iterations: int = 60) -> Scalar:
         """The `index`-th smallest eigenvalue of the symmetrised matrix, by bisection
@@ -121,13 +126,7 @@ class TridiagonalMatrix(eqx.Module):
         on fine grids) next to the eigenvalue.
         """
         n = self.diagonal.shape[0]
-        off = self._symmetrised_off_diagonal()
-        zero = jnp.zeros(1, off.dtype)
-        radius = jnp.concatenate([zero, off]) + jnp.concatenate([off, zero])
-        bracket = (
-            jnp.min(self.diagonal - radius),
-            jnp.max(self.diagonal + radius),
-        )
+        bracket = self._gershgorin_bounds()
 
         def halve(_, bracket):
             low, high = bracket
