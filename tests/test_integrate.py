@@ -32,15 +32,17 @@ def _final_mean(adjoint, years=YEARS):
     ids=["recursive", "direct", "recursive-16-checkpoints"],
 )
 def test_reverse_mode_matches_finite_differences(params, adjoint):
-    fn = _final_mean(adjoint)
-    gradient = jax.grad(fn)(params)
-    assert_gradient_matches_fd(fn, params, gradient, NAMES, rtol=1e-6, atol=1e-10)
+    gradient = jax.grad(_final_mean(adjoint))(params)
+    # The adjoint changes how the derivative is computed, not the run: the finite
+    # differences are of the default adjoint's forward run (one compiled program).
+    assert_gradient_matches_fd(
+        _final_mean("recursive"), params, gradient, NAMES, rtol=1e-6, atol=1e-10
+    )
 
 
 def test_backsolve_within_its_horizon_matches_finite_differences(params):
     years = 0.5 * BACKSOLVE_HORIZON * float(fastest_time_scale(params, ebm.Grid()))
-    fn = _final_mean("backsolve", years)
-    gradient = jax.grad(fn)(params)
+    gradient = jax.grad(_final_mean("backsolve", years))(params)
     reference = jax.grad(_final_mean("recursive", years))(params)
     # The horizon's criterion: within 1e-4 of the reference, relative to its size.
     difference = jnp.stack(
@@ -49,7 +51,12 @@ def test_backsolve_within_its_horizon_matches_finite_differences(params):
     size = jnp.max(jnp.abs(jnp.stack(jax.tree.leaves(reference))))
     assert float(jnp.max(jnp.abs(difference)) / size) < 1e-4
     assert_gradient_matches_fd(
-        fn, params, gradient, NAMES, rtol=1e-4, atol=1e-4 * float(size)
+        _final_mean("recursive", years),
+        params,
+        gradient,
+        NAMES,
+        rtol=1e-4,
+        atol=1e-4 * float(size),
     )
 
 
@@ -62,7 +69,9 @@ def test_backsolve_beyond_its_horizon_refuses(params):
 def test_forward_mode_matches_finite_differences(params, adjoint):
     fn = _final_mean(adjoint)
     jacobian = jax.jacfwd(fn)(params)
-    assert_gradient_matches_fd(fn, params, jacobian, NAMES, rtol=1e-6, atol=1e-10)
+    assert_gradient_matches_fd(
+        _final_mean("recursive"), params, jacobian, NAMES, rtol=1e-6, atol=1e-10
+    )
     tangent = jax.tree.map(jnp.zeros_like, params)
     tangent = eqx.tree_at(lambda p: p.D, tangent, jnp.asarray(1.0))
     _, directional = jax.jvp(fn, (params,), (tangent,))
@@ -103,10 +112,11 @@ def test_trajectory_is_saved_and_relaxes_to_equilibrium(params):
 
 
 def test_failed_integration_is_reported(params):
-    run = ebm.integrate(params, years=10.0, max_steps=4, throw=False)
+    # (max_steps=20 as in the test of unfinished runs below, which shares the program)
+    run = ebm.integrate(params, years=10.0, max_steps=20, throw=False)
     assert run.result != ebm.RESULTS.successful
     with pytest.raises(Exception, match="maximum number of solver steps"):
-        ebm.integrate(params, years=10.0, max_steps=4)
+        ebm.integrate(params, years=10.0, max_steps=20)
 
 
 def test_gradient_from_a_steady_state_matches_finite_differences(params):
@@ -222,6 +232,9 @@ def _assert_long_run_gradient(params, years, adjoint="recursive"):
     assert_gradient_matches_fd(fn, params, gradient, ["D"], rtol=1e-6)
 
 
+# The same 30,000 capped steps as the 10,000-year run below, at the default depth:
+# in the full matrix (-m slow).
+@pytest.mark.slow
 def test_gradient_through_2000_years_matches_finite_differences(params):
     # 2000 years of steps capped at C / (10 B) is about 30,000 steps: reverse mode
     # used to get a budget of 16,384 and fail.
@@ -268,10 +281,11 @@ def test_unfinished_run_gives_nan_and_nan_gradients(params):
         lambda p: ebm.integrate(p, years=2.0, max_steps=20, throw=False).global_mean
     )(params)
     assert all(np.isnan(getattr(gradient, name)) for name in NAMES)
-    finished = jax.grad(lambda p: ebm.integrate(p, years=2.0, throw=False).global_mean)(
-        params
-    )
-    assert np.isfinite(finished.D)
+    # A run that finishes within its steps (17 of the 20) keeps its gradient.
+    finished = jax.grad(
+        lambda p: ebm.integrate(p, years=0.05, max_steps=20, throw=False).global_mean
+    )(params)
+    assert all(np.isfinite(getattr(finished, name)) for name in NAMES)
 
 
 # --- Fixed steps: stability limit and error estimate ------------------------------
@@ -347,3 +361,17 @@ def test_integrate_fixed_and_its_gradient_compile_once():
 
     assert_compiles_once(run, *_VALUES)
     assert_compiles_once(jax.grad(run), *_VALUES)
+
+
+def test_runs_of_other_lengths_and_steps_share_the_compiled_program(params):
+    """The run's length (within one step budget) and a fixed step are traced, not
+    static: a sweep over them compiles once."""
+    assert_compiles_once(
+        lambda years: ebm.integrate(params, years=years).global_mean, 2.0, 0.5, 7.0
+    )
+    assert_compiles_once(
+        lambda dt: ebm.integrate_fixed(params, dt=dt, steps=40).global_mean,
+        0.05,
+        0.02,
+        0.1,
+    )

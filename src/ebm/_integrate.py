@@ -422,7 +422,9 @@ def integrate(
     try:
         return _integrate(
             params,
-            years,
+            # An array, not a Python float (which filter_jit would make static): runs
+            # of any length within one step budget share a compiled program.
+            jnp.asarray(years, dtype=float),
             model,
             T0,
             adjoint,
@@ -592,7 +594,7 @@ def integrate_fixed(
     try:
         return _integrate_fixed(
             params,
-            dt,
+            jnp.asarray(dt, dtype=float),  # traced: any step shares the program
             steps,
             model,
             T0,
@@ -617,12 +619,12 @@ def _integrate_fixed(
     params, dt, steps, model, T0, stepper, checkpoint, error_tolerance, limit, throw
 ) -> Trajectory:
     params = params.check()
-    if isinstance(dt, jax.Array):
-        T0 = eqx.error_if(
-            T0,
-            jnp.logical_not(jnp.isfinite(dt) & (dt > 0)),
-            "`dt` must be positive and finite (years).",
-        )
+    # A `dt` traced by the caller's jit is checked here (a known one already was).
+    T0 = eqx.error_if(
+        T0,
+        jnp.logical_not(jnp.isfinite(dt) & (dt > 0)),
+        "`dt` must be positive and finite (years).",
+    )
     if limit is None:
         limit = stability_limit(stepper, model, params, T0)
     unstable = dt > limit
