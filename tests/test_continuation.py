@@ -338,3 +338,13 @@ def test_continuation_and_fold_compile_once():
     assert len(set(counts)) > 1
     assert_compiles_once(lambda p: ebm.fold(p, "S0", stop=LOW).value, *values)
     assert_compiles_once(jax.grad(lambda p: ebm.fold(p, "S0", stop=LOW).value), *values)
+
+
+def test_walks_with_and_without_bounds_and_scale_share_the_compiled_program():
+    """The defaults of `bounds` and `parameter_scale` are values, not a different
+    call: giving them compiles nothing new."""
+
+    def fold(settings):
+        return ebm.fold(ebm.Params(), "S0", stop=LOW, **settings).value
+
+    assert_compiles_once(fold, {}, {"bounds": (LOW, 1400.0)}, {"parameter_scale": 2.0})

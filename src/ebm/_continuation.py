@@ -595,9 +595,17 @@ def _check_range(params: Params, parameter: str, stop, bounds) -> None:
             )
 
 
-def _as_arrays(stop, bounds, parameter_scale):
-    """Floats as arrays, so that new values do not recompile."""
-    stop = None if stop is None else jnp.asarray(stop, float)
+def _as_arrays(origin, stop, bounds, parameter_scale):
+    """Floats as arrays, so that new values do not recompile; for a walk (`stop`
+    given), the defaults of `bounds` and `parameter_scale` made explicit (the same
+    values `_setup` would take), so that a call with them and one without share
+    the compiled program."""
+    if stop is not None:
+        stop = jnp.asarray(stop, float)
+        origin = jax.lax.stop_gradient(jnp.asarray(origin, float))
+        bounds = _bounds(origin, stop, bounds)
+        if parameter_scale is None:
+            parameter_scale = (bounds[1] - bounds[0]) / 100
     if bounds is not None:
         bounds = tuple(jnp.asarray(b, float) for b in bounds)
     if parameter_scale is not None:
@@ -720,7 +728,9 @@ def continuation(
         corrector_steps,
         max_points,
     )
-    stop, bounds, parameter_scale = _as_arrays(stop, bounds, parameter_scale)
+    stop, bounds, parameter_scale = _as_arrays(
+        getattr(params, parameter), stop, bounds, parameter_scale
+    )
     problem, walk = _continuation_walk(
         params, parameter, stop, bounds, start, grid, model, parameter_scale, settings
     )
@@ -883,7 +893,9 @@ def fold(
     if guess is None:
         _check_bounds(getattr(params, parameter), stop, bounds, parameter_scale)
         _check_range(params, parameter, stop, bounds)
-    stop, bounds, parameter_scale = _as_arrays(stop, bounds, parameter_scale)
+    stop, bounds, parameter_scale = _as_arrays(
+        getattr(params, parameter), stop, bounds, parameter_scale
+    )
     settings = _Settings(
         step,
         min_step,
