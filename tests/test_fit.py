@@ -13,10 +13,13 @@ import pytest
 
 import ebm
 from ebm._fit import from_unconstrained, to_unconstrained
-from helpers import assert_compiles_once, finite_difference, replace
+from helpers import assert_compiles_once, compilations, finite_difference, replace
 
 
 NAMES = ebm.Params.field_names()
+# One optimizer object for every L-BFGS fit: an optax optimizer's functions are
+# static and compared by identity, so fits of the same shape share a compiled step.
+LBFGS = optax.lbfgs()
 
 
 @pytest.fixture(scope="module")
@@ -74,7 +77,7 @@ def test_nonfinite_forcing_is_refused():
 
 def test_lbfgs_recovers_diffusivity(params):
     target = ebm.equilibrium(replace(params, "D", 0.3)).T
-    result = ebm.fit(params, target, fit=("D",), optimizer=optax.lbfgs(), steps=30)
+    result = ebm.fit(params, target, fit=("D",), optimizer=LBFGS, steps=30)
     assert result.converged and result.num_steps <= 30
     assert np.isclose(float(result.params.D), 0.3, rtol=1e-6, atol=0)
     assert result.loss_history[-1] < 1e-12 < result.loss_history[0]
@@ -89,7 +92,7 @@ def test_lbfgs_recovers_d_a_and_b_together():
     start = ebm.Params(ice_width=2.0)
     truth = ebm.Params(ice_width=2.0, D=0.4, A=205.0, B=2.2)
     target = ebm.equilibrium(truth).T
-    result = ebm.fit(start, target, fit=("D", "A", "B"), optimizer=optax.lbfgs())
+    result = ebm.fit(start, target, fit=("D", "A", "B"), optimizer=LBFGS)
     assert result.converged
     for name in ("D", "A", "B"):
         fitted, true = float(getattr(result.params, name)), float(getattr(truth, name))
@@ -101,7 +104,7 @@ def test_noisy_fit_falls_within_the_spread_the_noise_implies(params):
     clean = ebm.equilibrium(truth).T
     sigma = 0.5
     noisy = clean + sigma * jax.random.normal(jax.random.key(1), clean.shape)
-    result = ebm.fit(params, noisy, fit=("D",), optimizer=optax.lbfgs(), steps=50)
+    result = ebm.fit(params, noisy, fit=("D",), optimizer=LBFGS, steps=50)
     assert result.converged
     # Weighted least squares with weights w: var(D) = sigma^2 sum(w^2 J^2) /
     # (sum(w J^2))^2, with J = dT/dD at the truth (linearised).
@@ -148,7 +151,7 @@ def test_trajectory_fit_recovers_the_forcing(params):
         through="trajectory",
         times=times,
         T0=start,
-        optimizer=optax.lbfgs(),
+        optimizer=LBFGS,
         steps=30,
     )
     assert result.converged
@@ -349,6 +352,7 @@ def test_fit_sensitivity_and_hessian_compile_once(params):
     values = (params, replace(params, "D", 0.5), replace(params, "D", 0.6))
     target = ebm.equilibrium(params).T
     assert_compiles_once(lambda p: ebm.fit(p, target, steps=2).loss_history, *values)
+    # The trajectory fit of test_trajectory_fit_recovers_the_forcing, shortened.
     start, times, snapshots = _forced_trajectory_problem(params)
     assert_compiles_once(
         lambda p: (
@@ -359,6 +363,7 @@ def test_fit_sensitivity_and_hessian_compile_once(params):
                 through="trajectory",
                 times=times,
                 T0=start,
+                optimizer=LBFGS,
                 steps=2,
             ).loss_history
         ),
@@ -368,3 +373,12 @@ def test_fit_sensitivity_and_hessian_compile_once(params):
     assert_compiles_once(
         lambda p: ebm.hessian(p, "global_mean", names=("D", "B", "A")).matrix, *values
     )
+
+
+def test_first_lbfgs_fit_compiles_its_step_once(params):
+    """optax's L-BFGS starts from weakly typed scalars and returns them strongly
+    typed: the fit must not compile the step a second time for its second step."""
+    target = ebm.equilibrium(replace(params, "D", 0.4)).T
+    with compilations() as compiled:
+        ebm.fit(params, target, fit=("D", "B"), optimizer=optax.lbfgs(), steps=3)
+    assert compiled.count("jit(_fit_step)") == 1, compiled

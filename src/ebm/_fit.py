@@ -205,7 +205,9 @@ def fit(
     coordinates = {
         name: to_unconstrained(name, getattr(params, name)) for name in names
     }
-    state = optimizer.init(coordinates)
+    # optax's init leaves some scalars weakly typed (Python numbers), which its
+    # update returns strongly typed: without this the step would compile twice.
+    state = jax.tree.map(_strongly_typed, optimizer.init(coordinates))
 
     history, converged, step = [], False, 0
     for step in range(steps):
@@ -445,6 +447,13 @@ def _loss_function(
     return _Loss(
         params, target, model, names, through, times, years, T0, start, adjoint
     )
+
+
+def _strongly_typed(leaf):
+    """An array leaf with its dtype made explicit (not weakly typed)."""
+    if isinstance(leaf, jax.Array) and leaf.weak_type:
+        return jnp.asarray(leaf, dtype=leaf.dtype)
+    return leaf
 
 
 @eqx.filter_jit
