@@ -71,7 +71,8 @@ def _mean_tanh(x):
 
     The mean is $(\log\cosh x_b - \log\cosh x_a)/(x_b - x_a)$. Written as
     $\log\cosh x = |x| + \log(1 + e^{-2|x|}) - \log 2$, the difference of the
-    $|x|$ parts is exact and the rest is small, so the quotient keeps its digits far
+    $|x|$ parts over $x_b - x_a$ is the sign of $x$ where both ends share it (taken
+    as that, exactly) and the rest is small, so the quotient keeps its digits far
     from zero. Below $|x_b - x_a| = 10^{-3}$ it is replaced by its Taylor series
     $\tanh m - \tanh m\,\mathrm{sech}^2 m\,(x_b - x_a)^2/12$ about the midpoint $m$,
     exact there to $10^{-15}$ and with the right first and second derivatives (the
@@ -82,8 +83,16 @@ def _mean_tanh(x):
     tail = jnp.log1p(jnp.exp(-2 * magnitude))
     dx = x[1:] - x[:-1]
     close = jnp.abs(dx) < 1e-3
-    quotient = (magnitude[1:] - magnitude[:-1] + tail[1:] - tail[:-1]) / jnp.where(
-        close, 1.0, dx
+    safe_dx = jnp.where(close, 1.0, dx)
+    # On a segment of one sign the |x| parts' difference over dx is that sign,
+    # exactly (as computed, `|x_b| - |x_a|` need not round to `dx` once XLA has
+    # rewritten the arithmetic, and far from Tf its derivative would be rounding
+    # divided by dx).
+    sign = jnp.sign(x[1:])
+    same_sign = sign == jnp.sign(x[:-1])
+    tails = (tail[1:] - tail[:-1]) / safe_dx
+    quotient = jnp.where(
+        same_sign, sign + tails, (magnitude[1:] - magnitude[:-1]) / safe_dx + tails
     )
     midpoint = jnp.tanh(0.5 * (x[1:] + x[:-1]))
     series = midpoint - midpoint * (1 - midpoint**2) * dx**2 / 12
