@@ -32,18 +32,27 @@ from helpers import (
 NAMES = ebm.Params.field_names()
 DT = 5.0 / 365.25
 STEPS = 37  # not a perfect power: the nested schedules' padding is exercised
+# Each kind of schedule in the default run (each is a gradient compiled on its own);
+# its other settings and a saving policy in the full matrix (-m slow). The pytree
+# test below runs every kind on a toy loop.
+_slow = pytest.mark.slow
 SCHEDULES = [
     "step",
     "sqrt",
-    ("nested", 3),
+    pytest.param(("nested", 3), marks=_slow),
     ("nested", 4),
-    ("binomial", 1),
+    pytest.param(("binomial", 1), marks=_slow),
     ("binomial", 3),
-    ("binomial", 8),
-    ("binomial", 64),
+    pytest.param(("binomial", 8), marks=_slow),
+    pytest.param(("binomial", 64), marks=_slow),
     "recursive",
-    ("recursive", 4),
-    ebm.StepCheckpoint(jax.checkpoint_policies.save_only_these_names("ebm_tendency")),
+    pytest.param(("recursive", 4), marks=_slow),
+    pytest.param(
+        ebm.StepCheckpoint(
+            jax.checkpoint_policies.save_only_these_names("ebm_tendency")
+        ),
+        marks=_slow,
+    ),
     ebm.NestedCheckpoint(2, offload=True),
 ]
 
@@ -119,7 +128,15 @@ def test_steppers_converge_to_the_adaptive_solution(params):
         assert 1.8 < errors[0] / errors[1] < 2.2, (stepper, errors)
 
 
-@pytest.mark.parametrize("checkpoint", ["none", "sqrt", ("nested", 3), "step"])
+@pytest.mark.parametrize(
+    "checkpoint",
+    [
+        pytest.param("none", marks=_slow),
+        "sqrt",
+        pytest.param(("nested", 3), marks=_slow),
+        pytest.param("step", marks=_slow),
+    ],
+)
 def test_scan_schedules_support_forward_mode_and_second_derivatives(params, checkpoint):
     fn = _final_mean(checkpoint)
     tangent = replace(jax.tree.map(jnp.zeros_like, params), "D", 1.0)

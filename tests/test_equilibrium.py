@@ -194,20 +194,24 @@ def test_non_local_term_gradient_runs_gmres_and_matches_finite_differences(param
     # The global feedback damps the response: less warming per unit of forcing.
     local = jax.grad(lambda p: ebm.equilibrium(p).global_mean)(params)
     assert 0 < float(gradient.forcing) < float(local.forcing)
-    # GMRES did run: the solver reports its iterations.
+    # GMRES did run: the solver reports its iterations (one compiled program each:
+    # op by op, every operation would compile for its shapes).
     solver = ebm.TridiagonalPreconditionedGMRES()
     T = ebm.equilibrium(params, model=model).T
-    operator = lx.JacobianLinearOperator(
-        lambda x, _: model.energy_budget(x, params), T, None
-    )
-    state = solver.init(operator, {})
-    _, result, stats = solver.compute(state, jnp.ones_like(T), {})
-    assert result == lx.RESULTS.successful and int(stats["num_steps"]) > 0
-    default = lx.JacobianLinearOperator(
-        lambda x, _: ebm.EnergyBalanceModel().energy_budget(x, params), T, None
-    )
-    _, _, stats = solver.compute(solver.init(default, {}), jnp.ones_like(T), {})
-    assert int(stats["num_steps"]) == 0
+
+    @eqx.filter_jit
+    def iterations(model, T):
+        operator = lx.JacobianLinearOperator(
+            lambda x, _: model.energy_budget(x, params), T, None
+        )
+        _, result, stats = solver.compute(
+            solver.init(operator, {}), jnp.ones_like(T), {}
+        )
+        return result, stats["num_steps"]
+
+    result, steps = iterations(model, T)
+    assert result == lx.RESULTS.successful and int(steps) > 0
+    assert int(iterations(ebm.EnergyBalanceModel(), T)[1]) == 0
 
 
 def test_fine_grid_implicit_solve_is_direct_and_eigenvalues_exact(params):
@@ -228,25 +232,36 @@ def test_fine_grid_implicit_solve_is_direct_and_eigenvalues_exact(params):
         lambda b: solver.compute(solver.init(operator, {}), b, {})
     )(vector)
     assert result == lx.RESULTS.successful and int(stats["num_steps"]) == 0
-    # Exact to rounding: the componentwise backward error is a few eps.
-    matrix = probe_tridiagonal(operator.mv, grid.n_lat, T.dtype)
-    assert float(_backward_error(operator, matrix, solution, vector)) < 1e-14
-    small = ebm.Grid(361)
-    small_model = ebm.EnergyBalanceModel(small)
-    _, linear = jax.linearize(
-        lambda x: small_model.energy_budget(x, params), ebm.present_day_profile(small)
+    # Exact to rounding: the componentwise backward error is a few eps. (Each check
+    # is one compiled program: op by op, each operation compiles for its shapes.)
+    backward_error = jax.jit(
+        lambda x, b: _backward_error(
+            operator, probe_tridiagonal(operator.mv, grid.n_lat, T.dtype), x, b
+        )
     )
-    tridiagonal = probe_tridiagonal(linear, small.n_lat, T.dtype)
-    off = np.asarray(tridiagonal._symmetrised_off_diagonal())
-    diagonal = np.asarray(tridiagonal.diagonal)
+    assert float(backward_error(solution, vector)) < 1e-14
+
+    @jax.jit
+    def probed(params):
+        small = ebm.Grid(361)
+        small_model = ebm.EnergyBalanceModel(small)
+        _, linear = jax.linearize(
+            lambda x: small_model.energy_budget(x, params),
+            ebm.present_day_profile(small),
+        )
+        tridiagonal = probe_tridiagonal(linear, small.n_lat, T.dtype)
+        return (
+            tridiagonal.diagonal,
+            tridiagonal._symmetrised_off_diagonal(),
+            tridiagonal.leading_eigenvalue(),
+            tridiagonal.lowest_eigenvalue(),
+        )
+
+    diagonal, off, leading, lowest = map(np.asarray, probed(params))
     dense = np.diag(diagonal) + np.diag(off, 1) + np.diag(off, -1)
     expected = np.linalg.eigvalsh(dense)
-    assert float(tridiagonal.leading_eigenvalue()) == pytest.approx(
-        expected[-1], rel=1e-9
-    )
-    assert float(tridiagonal.lowest_eigenvalue()) == pytest.approx(
-        expected[0], rel=1e-12
-    )
+    assert float(leading) == pytest.approx(expected[-1], rel=1e-9)
+    assert float(lowest) == pytest.approx(expected[0], rel=1e-12)
 
 
 # Next to a fold: the vanished state's ghost slows the dynamics down, not the solve.
