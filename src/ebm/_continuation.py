@@ -518,13 +518,12 @@ def _bounds(origin, stop, bounds):
 
 
 def _setup(params, parameter, stop, bounds, start, grid, model, parameter_scale):
-    """The model, the start point `y0`, the problem, the direction and the bounds."""
+    """The model, the start point `y0`, the problem, the direction and the bounds
+    (`bounds` and `parameter_scale` as `_as_arrays` made them)."""
     _check_parameter(parameter)
     model = resolve_model(model, grid)
     origin = jnp.asarray(getattr(params, parameter), float)
-    low, high = _bounds(origin, stop, bounds)
-    if parameter_scale is None:
-        parameter_scale = (high - low) / 100
+    low, high = bounds
     problem = _Problem(
         model, params, parameter, origin, jnp.asarray(parameter_scale, float)
     )
@@ -778,7 +777,7 @@ def continuation(
     values = host["values"]
     if status == _LEFT_BOUNDS:
         # The walk ended on a bound: say so exactly, not to within a rounding.
-        low, high = (float(b) for b in _bounds(problem.origin, stop, bounds))
+        low, high = (float(b) for b in bounds)
         last = float(values[-1])
         values = values.copy()
         values[-1] = low if abs(last - low) < abs(last - high) else high
