@@ -6,8 +6,9 @@ exp(t / tau), tau = C dlat^2 / (4 D). This script integrates the default model f
 range of horizons (in units of tau) at several resolutions, takes the gradient of the
 final global-mean temperature with respect to every parameter under BacksolveAdjoint
 and under RecursiveCheckpointAdjoint, and records their largest relative difference.
-`ebm.integrate` refuses backsolve beyond `ebm._integrate.BACKSOLVE_HORIZON` tau, the
-longest horizon where the difference stayed below 1e-4 at every resolution.
+`ebm.integrate` refuses backsolve beyond `BACKSOLVE_HORIZON` tau (in
+`ebm._stepping.integrate`), the longest horizon where the difference stayed below
+1e-4 at every resolution.
 
 Writes benchmarks/results/backsolve_horizon.json.
 Run: python benchmarks/backsolve_horizon.py
@@ -23,7 +24,7 @@ import jax
 import jax.numpy as jnp
 
 import ebm
-from ebm._integrate import default_solver, fastest_time_scale, resolve_adjoint
+from ebm._stepping.integrate import default_solver, fastest_time_scale, resolve_adjoint
 
 
 RESULTS = pathlib.Path(__file__).parent / "results"

@@ -88,7 +88,7 @@ def ebm_equilibrium():
 
 
 def plot(saved, path):
-    from ebm._plot import _pyplot
+    from ebm._edges.plot import _pyplot
 
     plt = _pyplot()
     fig, (profile, difference) = plt.subplots(

@@ -101,7 +101,7 @@ def roles(folds):
 
 
 def plot(rows, path):
-    from ebm._plot import _pyplot
+    from ebm._edges.plot import _pyplot
 
     plt = _pyplot()
     fig, axes = plt.subplots(1, 3, figsize=(13, 4), layout="constrained")

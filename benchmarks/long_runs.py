@@ -29,7 +29,7 @@ import jax
 from _machine import machine
 
 import ebm
-from ebm._integrate import _default_max_steps, _with_checkpoints, resolve_model
+from ebm._stepping.integrate import _default_max_steps, _with_checkpoints, resolve_model
 
 
 RESULTS = pathlib.Path(__file__).parent / "results"

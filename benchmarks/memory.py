@@ -25,7 +25,7 @@ import pathlib
 from _machine import machine
 
 import ebm
-from ebm._memory import DEFAULT_SCHEDULES, schedule_name
+from ebm._stepping.memory import DEFAULT_SCHEDULES, schedule_name
 
 
 RESULTS = pathlib.Path(__file__).parent / "results"

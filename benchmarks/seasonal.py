@@ -30,10 +30,10 @@ import numpy as np
 from _machine import machine
 
 import ebm
-from ebm._checkpoint import NoCheckpoint
-from ebm._equilibrium import initial_profile
-from ebm._seasonal import _Year, seasonal_model
-from ebm._stepper import Rosenbrock2
+from ebm._steady.equilibrium import initial_profile
+from ebm._steady.seasonal import _Year, seasonal_model
+from ebm._stepping.checkpoint import NoCheckpoint
+from ebm._stepping.stepper import Rosenbrock2
 
 
 RESULTS = pathlib.Path(__file__).parent / "results"
@@ -138,7 +138,7 @@ def shooting_against_spinup(depth, repeats):
 
 
 def plot(saved, path):
-    from ebm._plot import _pyplot
+    from ebm._edges.plot import _pyplot
 
     plt = _pyplot()
     fig, (error_ax, time_ax) = plt.subplots(1, 2, figsize=(11, 4), layout="constrained")

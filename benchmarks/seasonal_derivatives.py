@@ -30,10 +30,10 @@ import optimistix as optx
 from _machine import machine
 
 import ebm
-from ebm._checkpoint import NoCheckpoint
-from ebm._seasonal import _Year, seasonal_model
-from ebm._stepper import Rosenbrock2
-from ebm._tridiagonal import ProbedTridiagonal
+from ebm._numerics.tridiagonal import ProbedTridiagonal
+from ebm._steady.seasonal import _Year, seasonal_model
+from ebm._stepping.checkpoint import NoCheckpoint
+from ebm._stepping.stepper import Rosenbrock2
 
 
 RESULTS = pathlib.Path(__file__).parent / "results"

@@ -90,7 +90,7 @@ def main():
 
 
 def plot(measured, years, path):
-    from ebm._plot import _pyplot
+    from ebm._edges.plot import _pyplot
 
     plt = _pyplot()
     fig, (time_ax, memory_ax) = plt.subplots(

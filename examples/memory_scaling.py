@@ -25,7 +25,7 @@ import jax
 import numpy as np
 
 import ebm
-from ebm._memory import DEFAULT_SCHEDULES, schedule_name
+from ebm._stepping.memory import DEFAULT_SCHEDULES, schedule_name
 
 
 DT = 5.0 / 365.25

@@ -109,7 +109,7 @@ def main():
             f"{UNITS[name]}"
         )
 
-    from ebm._plot import _pyplot
+    from ebm._edges.plot import _pyplot
 
     plt = _pyplot()
     fig, ax = plt.subplots(figsize=(6, 4), layout="constrained")

@@ -25,7 +25,7 @@ for name in ebm.Params.field_names():
     print(f"  {name:12s} {float(getattr(gradient, name)): .6e}")
 
 # matplotlib is imported only when a plot is asked for.
-from ebm._plot import plot_equilibrium  # noqa: E402
+from ebm._edges.plot import plot_equilibrium  # noqa: E402
 
 
 plot_equilibrium(state, params, "quickstart.png")

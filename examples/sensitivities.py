@@ -12,7 +12,7 @@ Run: python examples/sensitivities.py
 import argparse
 
 import ebm
-from ebm._plot import perturbation
+from ebm._edges.plot import perturbation
 
 
 DOUBLED_CO2 = 3.7  # W m-2

@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 import ebm
-from ebm._checkpoint import (
+from ebm._stepping.checkpoint import (
     binomial_recomputations,
     binomial_spine,
     chunk_sizes,

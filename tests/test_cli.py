@@ -2,7 +2,7 @@ import json
 
 import pytest
 
-from ebm._cli import main
+from ebm._cli.main import main
 
 
 def _one_line(err: str) -> bool:
@@ -195,12 +195,12 @@ def _unwritable_folder(tmp_path):
 def test_unwritable_output_is_refused_before_the_solve(
     capsys, tmp_path, monkeypatch, option
 ):
-    import ebm._equilibrium
+    import ebm._steady.equilibrium
 
     def no_solve(*args, **kwargs):
         raise AssertionError("the solve ran before the output path was checked")
 
-    monkeypatch.setattr(ebm._equilibrium, "equilibrium", no_solve)
+    monkeypatch.setattr(ebm._steady.equilibrium, "equilibrium", no_solve)
     path = f"{_unwritable_folder(tmp_path)}/out.file"
     assert main(["equilibrium", "--n-lat", "6", option, path]) == 2
     err = capsys.readouterr().err
@@ -227,7 +227,7 @@ def test_cli_says_when_it_is_compiling(capsys):
     import jax
     import jax.numpy as jnp
 
-    from ebm._cli import _CompileNotice
+    from ebm._cli.main import _CompileNotice
 
     def chain(x):
         # Each step uses the last once: tracing and compiling take a fraction of a

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 import ebm
-from ebm._tridiagonal import probe_tridiagonal
+from ebm._numerics.tridiagonal import probe_tridiagonal
 from helpers import assert_compiles_once, assert_gradient_matches_fd, replace
 
 

@@ -8,7 +8,7 @@ import optimistix as optx
 import pytest
 
 import ebm
-from ebm._tridiagonal import _backward_error, probe_tridiagonal
+from ebm._numerics.tridiagonal import _backward_error, probe_tridiagonal
 from helpers import (
     assert_compiles_once,
     assert_gradient_matches_fd,

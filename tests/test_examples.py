@@ -130,3 +130,16 @@ def test_ensemble_example_runs_on_one_host_and_on_two(tmp_path):
     assert statistics(first) == statistics(result.stdout)
     assert "members" not in outputs[1][0]  # (gloo prints its own lines)
     assert (two / "ensemble.nc").exists()
+
+
+def test_custom_term_example_runs(tmp_path):
+    # A term defined in the script, with its own parameter: the equilibrium's
+    # implicit gradient with respect to it matches central finite differences (the
+    # script exits non-zero otherwise), and its declared range is enforced.
+    result = _run_example("custom_term.py", "--fast", cwd=tmp_path)
+    assert "long_peri, c" in result.stdout
+    difference = next(
+        line for line in result.stdout.splitlines() if "relative difference" in line
+    )
+    assert float(difference.split()[-1]) < 1e-6
+    assert "refused: `c` must be >= 0 W m-2 K-3, got -1.0." in result.stdout

@@ -12,7 +12,7 @@ import optax
 import pytest
 
 import ebm
-from ebm._fit import from_unconstrained, to_unconstrained
+from ebm._analysis.fit import from_unconstrained, to_unconstrained
 from helpers import assert_compiles_once, compilations, finite_difference, replace
 
 
@@ -160,7 +160,7 @@ def test_trajectory_fit_recovers_the_forcing(params):
 
 @pytest.mark.parametrize("through", ["equilibrium", "trajectory"])
 def test_fit_loss_gradient_matches_finite_differences(params, through):
-    from ebm._fit import _loss_function
+    from ebm._analysis.fit import _loss_function
 
     start, times, target = _forced_trajectory_problem(params)
     if through == "equilibrium":
@@ -280,7 +280,7 @@ def test_sensitivity_arguments_are_checked(params):
 
 
 def test_sensitivity_profiles_plot(params, tmp_path):
-    from ebm._plot import plot_sensitivity
+    from ebm._edges.plot import plot_sensitivity
 
     result = ebm.sensitivity(params, "T", names=("D", "forcing", "water_depth"))
     plot_sensitivity(result, params, tmp_path / "s.png")
@@ -306,7 +306,7 @@ def test_fit_refuses_a_parameter_the_model_does_not_use(params, name):
 
 
 def test_fit_refuses_water_depth_through_an_equilibrium_only(params):
-    from ebm._fit import _check_fitted_parameters_enter
+    from ebm._analysis.fit import _check_fitted_parameters_enter
 
     model = ebm.EnergyBalanceModel(ebm.Grid(6))
     with pytest.raises(ValueError, match="`water_depth`.*equilibrium"):

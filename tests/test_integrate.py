@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 import ebm
-from ebm._integrate import BACKSOLVE_HORIZON, fastest_time_scale
+from ebm._stepping.integrate import BACKSOLVE_HORIZON, fastest_time_scale
 from helpers import assert_compiles_once, assert_gradient_matches_fd, tree_allclose
 
 

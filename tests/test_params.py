@@ -185,7 +185,7 @@ def test_range_check_under_vmap_and_grad(transform):
 
 
 def test_check_is_one_declaration_for_construction_and_jit():
-    from ebm._params import _RANGES
+    _RANGES = ebm.Params.ranges
 
     # Every declared range is raised at construction with the value, and inside jit
     # with the same words.

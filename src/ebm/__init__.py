@@ -13,32 +13,13 @@ import jax
 
 jax.config.update("jax_enable_x64", True)
 
-from ._checkpoint import (  # noqa: E402
-    AbstractCheckpoint as AbstractCheckpoint,
-    BinomialCheckpoint as BinomialCheckpoint,
-    NestedCheckpoint as NestedCheckpoint,
-    NoCheckpoint as NoCheckpoint,
-    RecursiveCheckpoint as RecursiveCheckpoint,
-    StepCheckpoint as StepCheckpoint,
-)
-from ._continuation import (  # noqa: E402
-    Branch as Branch,
-    Fold as Fold,
-    continuation as continuation,
-    fold as fold,
-)
-from ._ensemble import (  # noqa: E402
+from ._analysis.ensemble import (  # noqa: E402
     Ensemble as Ensemble,
     EnsembleFailureWarning as EnsembleFailureWarning,
     ensemble as ensemble,
     sweep as sweep,
 )
-from ._equilibrium import (  # noqa: E402
-    Equilibrium as Equilibrium,
-    NearFoldWarning as NearFoldWarning,
-    equilibrium as equilibrium,
-)
-from ._fit import (  # noqa: E402
+from ._analysis.fit import (  # noqa: E402
     FitResult as FitResult,
     Hessian as Hessian,
     Sensitivity as Sensitivity,
@@ -46,34 +27,40 @@ from ._fit import (  # noqa: E402
     hessian as hessian,
     sensitivity as sensitivity,
 )
-from ._grid import Grid as Grid  # noqa: E402
-from ._integrate import (  # noqa: E402
-    Trajectory as Trajectory,
-    integrate as integrate,
-    integrate_fixed as integrate_fixed,
-)
-from ._io import (  # noqa: E402
+from ._edges.io import (  # noqa: E402
     load as load,
     save as save,
     to_dataset as to_dataset,
 )
-from ._memory import (  # noqa: E402
-    CompiledMemory as CompiledMemory,
-    compiled_memory as compiled_memory,
-    memory_table as memory_table,
+from ._edges.plot import (  # noqa: E402
+    plot_branch as plot_branch,
+    plot_equilibrium as plot_equilibrium,
+    plot_fit as plot_fit,
+    plot_heat_transport as plot_heat_transport,
+    plot_memory_scaling as plot_memory_scaling,
+    plot_seasonal_cycle as plot_seasonal_cycle,
+    plot_sensitivity as plot_sensitivity,
+    plot_trajectory as plot_trajectory,
 )
-from ._model import (  # noqa: E402
+from ._model.grid import Grid as Grid  # noqa: E402
+from ._model.model import (  # noqa: E402
     EnergyBalanceModel as EnergyBalanceModel,
     ice_edge as ice_edge,
     present_day_profile as present_day_profile,
 )
-from ._orbital import (  # noqa: E402
-    annual_mean_insolation as annual_mean_insolation,
-    daily_insolation as daily_insolation,
-    declination as declination,
-    solar_longitude as solar_longitude,
+from ._model.parameters import (  # noqa: E402
+    AbstractParams as AbstractParams,
+    Constraint as Constraint,
+    Parameter as Parameter,
 )
-from ._params import Params as Params  # noqa: E402
+from ._model.params import Params as Params  # noqa: E402
+from ._numerics.pseudo_transient import (  # noqa: E402
+    PseudoTransientContinuation as PseudoTransientContinuation,
+)
+from ._numerics.tridiagonal import (  # noqa: E402
+    ProbedTridiagonal as ProbedTridiagonal,
+    TridiagonalPreconditionedGMRES as TridiagonalPreconditionedGMRES,
+)
 from ._physics.albedo import (  # noqa: E402
     PrescribedAlbedo as PrescribedAlbedo,
     SmoothIceAlbedo as SmoothIceAlbedo,
@@ -81,10 +68,13 @@ from ._physics.albedo import (  # noqa: E402
 )
 from ._physics.base import (  # noqa: E402
     AbstractAlbedo as AbstractAlbedo,
+    AbstractForcing as AbstractForcing,
     AbstractInsolation as AbstractInsolation,
     AbstractLongwave as AbstractLongwave,
+    AbstractTerm as AbstractTerm,
     AbstractTransport as AbstractTransport,
 )
+from ._physics.forcing import UniformForcing as UniformForcing  # noqa: E402
 from ._physics.heat_capacity import (  # noqa: E402
     AbstractHeatCapacity as AbstractHeatCapacity,
     LandOceanHeatCapacity as LandOceanHeatCapacity,
@@ -96,37 +86,55 @@ from ._physics.insolation import (  # noqa: E402
     P2Insolation as P2Insolation,
 )
 from ._physics.longwave import LinearLongwave as LinearLongwave  # noqa: E402
+from ._physics.orbital import (  # noqa: E402
+    annual_mean_insolation as annual_mean_insolation,
+    daily_insolation as daily_insolation,
+    declination as declination,
+    solar_longitude as solar_longitude,
+)
 from ._physics.transport import DiffusiveTransport as DiffusiveTransport  # noqa: E402
-from ._plot import (  # noqa: E402
-    plot_branch as plot_branch,
-    plot_equilibrium as plot_equilibrium,
-    plot_fit as plot_fit,
-    plot_heat_transport as plot_heat_transport,
-    plot_memory_scaling as plot_memory_scaling,
-    plot_seasonal_cycle as plot_seasonal_cycle,
-    plot_sensitivity as plot_sensitivity,
-    plot_trajectory as plot_trajectory,
-)
-from ._pseudo_transient import (  # noqa: E402
-    PseudoTransientContinuation as PseudoTransientContinuation,
-)
 from ._results import RESULTS as RESULTS  # noqa: E402
-from ._seasonal import (  # noqa: E402
+from ._steady.continuation import (  # noqa: E402
+    Branch as Branch,
+    Fold as Fold,
+    continuation as continuation,
+    fold as fold,
+)
+from ._steady.equilibrium import (  # noqa: E402
+    Equilibrium as Equilibrium,
+    NearFoldWarning as NearFoldWarning,
+    equilibrium as equilibrium,
+)
+from ._steady.seasonal import (  # noqa: E402
     SeasonalCycle as SeasonalCycle,
     periodic_equilibrium as periodic_equilibrium,
     seasonal_model as seasonal_model,
     seasonal_spinup as seasonal_spinup,
 )
-from ._stepper import (  # noqa: E402
+from ._stepping.checkpoint import (  # noqa: E402
+    AbstractCheckpoint as AbstractCheckpoint,
+    BinomialCheckpoint as BinomialCheckpoint,
+    NestedCheckpoint as NestedCheckpoint,
+    NoCheckpoint as NoCheckpoint,
+    RecursiveCheckpoint as RecursiveCheckpoint,
+    StepCheckpoint as StepCheckpoint,
+)
+from ._stepping.integrate import (  # noqa: E402
+    Trajectory as Trajectory,
+    integrate as integrate,
+    integrate_fixed as integrate_fixed,
+)
+from ._stepping.memory import (  # noqa: E402
+    CompiledMemory as CompiledMemory,
+    compiled_memory as compiled_memory,
+    memory_table as memory_table,
+)
+from ._stepping.stepper import (  # noqa: E402
     AbstractStepper as AbstractStepper,
     ExplicitEuler as ExplicitEuler,
     IMEXEuler as IMEXEuler,
     LinearlyImplicitEuler as LinearlyImplicitEuler,
     Rosenbrock2 as Rosenbrock2,
-)
-from ._tridiagonal import (  # noqa: E402
-    ProbedTridiagonal as ProbedTridiagonal,
-    TridiagonalPreconditionedGMRES as TridiagonalPreconditionedGMRES,
 )
 
 

@@ -38,18 +38,72 @@ import jax.numpy as jnp
 from jaxtyping import Array, Float
 
 from .._custom_types import Flux, Temperature
-from .._grid import Grid
-from .._params import Params
+from .._model.grid import Grid
+from .._model.parameters import AbstractParams, Constraint, Parameter
 from .base import AbstractAlbedo
 from .insolation import legendre_p2
 
 
-def ice_fraction(T: Temperature, params: Params) -> Flux:
+A0 = Parameter(
+    "a0",
+    0.3,
+    "1",
+    "ice-free albedo, global part",
+    lower=0.0,
+    upper=1.0,
+    transform="logit",
+)
+A2 = Parameter("a2", 0.078, "1", "ice-free albedo, second Legendre coefficient")
+AI = Parameter(
+    "ai", 0.62, "1", "albedo of ice", lower=0.0, upper=1.0, transform="logit"
+)
+TF = Parameter(
+    "Tf", -10.0, "degC", "temperature below which the surface is ice-covered"
+)
+ICE_WIDTH = Parameter(
+    "ice_width",
+    1.0,
+    "K",
+    "width of the smooth ice-albedo transition",
+    lower=0.0,
+    lower_open=True,
+    transform="log",
+)
+
+
+def _in_unit_interval(x):
+    return (0 <= x) & (x <= 1)
+
+
+# P2(sin lat) ranges over [-1/2, 1]: the ice-free albedo over these two values.
+ICE_FREE_ALBEDO_RANGE = (
+    Constraint(
+        "a2",
+        "such that the ice-free albedo `a0 + a2 P2` stays in [0, 1] at the pole, "
+        "where it is `a0 + a2`",
+        lambda a0, a2: _in_unit_interval(a0 + a2),
+        fields=("a0", "a2"),
+        shown=lambda a0, a2: f"{a2} with `a0` = {a0}: {a0 + a2}",
+    ),
+    Constraint(
+        "a2",
+        "such that the ice-free albedo `a0 + a2 P2` stays in [0, 1] at the "
+        "equator, where it is `a0 - a2 / 2`",
+        lambda a0, a2: _in_unit_interval(a0 - a2 / 2),
+        fields=("a0", "a2"),
+        shown=lambda a0, a2: f"{a2} with `a0` = {a0}: {a0 - a2 / 2}",
+    ),
+)
+ICE_ALBEDO = (A0, A2, AI, TF, ICE_WIDTH)
+"""The parameters of both ice-albedo blends."""
+
+
+def ice_fraction(T: Temperature, params: AbstractParams) -> Flux:
     """Fraction of each cell's albedo taken from ice: 1 well below `Tf`, 0 above."""
     return 0.5 * (1.0 - jnp.tanh((T - params.Tf) / params.ice_width))
 
 
-def ice_free_albedo(params: Params, grid: Grid) -> Flux:
+def ice_free_albedo(params: AbstractParams, grid: Grid) -> Flux:
     """`a0 + a2 P2(sin lat)`: the albedo of each cell without ice."""
     return params.a0 + params.a2 * legendre_p2(grid.sin_lat)
 
@@ -61,7 +115,11 @@ class SmoothIceAlbedo(AbstractAlbedo):
     change across a cell; see the module docstring.
     """
 
-    def __call__(self, T: Temperature, params: Params, grid: Grid) -> Flux:
+    parameters = ICE_ALBEDO
+    constraints = ICE_FREE_ALBEDO_RANGE
+    tridiagonal = True
+
+    def __call__(self, T: Temperature, params: AbstractParams, grid: Grid) -> Flux:
         warm = ice_free_albedo(params, grid)
         return warm + (params.ai - warm) * ice_fraction(T, params)
 
@@ -99,7 +157,7 @@ def _mean_tanh(x):
     return jnp.where(close, series, quotient)
 
 
-def mean_ice_fraction(a, b, params: Params):
+def mean_ice_fraction(a, b, params: AbstractParams):
     """Mean of `ice_fraction` over a temperature varying linearly from `a` to `b`."""
     x = (jnp.stack([a, b]) - params.Tf) / params.ice_width
     return 0.5 * (1.0 - _mean_tanh(x)[0])
@@ -114,7 +172,11 @@ class SubgridIceAlbedo(AbstractAlbedo):
     centre to centre. See the module docstring.
     """
 
-    def __call__(self, T: Temperature, params: Params, grid: Grid) -> Flux:
+    parameters = ICE_ALBEDO
+    constraints = ICE_FREE_ALBEDO_RANGE
+    tridiagonal = True
+
+    def __call__(self, T: Temperature, params: AbstractParams, grid: Grid) -> Flux:
         # The poles have no heat flux, hence no gradient: the face there is the cell.
         faces = jnp.concatenate([T[:1], 0.5 * (T[1:] + T[:-1]), T[-1:]])
         # South face, centre, south face, centre, ..., north pole: 2 n + 1 points
@@ -139,6 +201,7 @@ class PrescribedAlbedo(AbstractAlbedo):
     """
 
     albedo: Float[Array, " lat"] = eqx.field(converter=jnp.asarray)
+    tridiagonal = True
 
     def __check_init__(self):
         values = self.albedo
@@ -150,7 +213,7 @@ class PrescribedAlbedo(AbstractAlbedo):
                 f"[0, 1], got {values}."
             )
 
-    def __call__(self, T: Temperature, params: Params, grid: Grid) -> Flux:
+    def __call__(self, T: Temperature, params: AbstractParams, grid: Grid) -> Flux:
         del T, params
         if self.albedo.shape != (grid.n_lat,):
             raise ValueError(

@@ -27,23 +27,39 @@ import numpy as np
 from jaxtyping import Array, Float
 
 from .._constants import WATER_DENSITY, WATER_HEAT_CAPACITY
-from .._grid import Grid
-from .._params import Params
+from .._model.grid import Grid
+from .._model.parameters import AbstractParams, Parameter
+from .base import AbstractTerm
 
 
-class AbstractHeatCapacity(eqx.Module):
+WATER_DEPTH = Parameter(
+    "water_depth",
+    10.0,
+    "m",
+    "depth of the water column that sets heat capacity",
+    lower=0.0,
+    lower_open=True,
+    transform="log",
+)
+
+
+class AbstractHeatCapacity(AbstractTerm):
     """Heat capacity of each cell's surface layer."""
 
     @abc.abstractmethod
-    def __call__(self, params: Params, grid: Grid) -> Float[Array, " lat"]:
+    def __call__(self, params: AbstractParams, grid: Grid) -> Float[Array, " lat"]:
         """Heat capacity on cell centres, J m-2 K-1."""
 
 
 class MixedLayerHeatCapacity(AbstractHeatCapacity):
     """An ocean mixed layer `params.water_depth` deep in every cell."""
 
-    def __call__(self, params: Params, grid: Grid) -> Float[Array, " lat"]:
-        return jnp.full(grid.n_lat, params.heat_capacity)
+    parameters = (WATER_DEPTH,)
+
+    def __call__(self, params: AbstractParams, grid: Grid) -> Float[Array, " lat"]:
+        return jnp.full(
+            grid.n_lat, WATER_DENSITY * WATER_HEAT_CAPACITY * params.water_depth
+        )
 
 
 class LandOceanHeatCapacity(AbstractHeatCapacity):
@@ -61,6 +77,8 @@ class LandOceanHeatCapacity(AbstractHeatCapacity):
     - `ValueError`: for a land fraction outside `[0, 1]` or not finite, or a
         `land_water_depth` that is not positive and finite.
     """
+
+    parameters = (WATER_DEPTH,)
 
     land_fraction: Float[Array, "*lat"] = eqx.field(converter=jnp.asarray)
     land_water_depth: Float[Array, ""] = eqx.field(
@@ -84,7 +102,7 @@ class LandOceanHeatCapacity(AbstractHeatCapacity):
                 f"`land_water_depth` must be > 0 m and finite, got {depth}."
             )
 
-    def __call__(self, params: Params, grid: Grid) -> Float[Array, " lat"]:
+    def __call__(self, params: AbstractParams, grid: Grid) -> Float[Array, " lat"]:
         fraction = jnp.broadcast_to(self.land_fraction.astype(float), (grid.n_lat,))
         depth = (1.0 - fraction) * params.water_depth + fraction * self.land_water_depth
         return WATER_DENSITY * WATER_HEAT_CAPACITY * depth

@@ -20,10 +20,14 @@ formulas and their conventions.
 
 from .._constants import DAYS_PER_YEAR
 from .._custom_types import Flux
-from .._grid import Grid
-from .._orbital import annual_mean_insolation, daily_insolation
-from .._params import Params
+from .._model.grid import Grid
+from .._model.parameters import AbstractParams, Parameter
 from .base import AbstractInsolation
+from .orbital import ORBIT, annual_mean_insolation, daily_insolation
+
+
+S0 = Parameter("S0", 1365.2, "W m-2", "solar constant", lower=0.0, transform="log")
+S2 = Parameter("s2", -0.48, "1", "second Legendre coefficient of insolation")
 
 
 def legendre_p2(x):
@@ -34,7 +38,10 @@ def legendre_p2(x):
 class P2Insolation(AbstractInsolation):
     """`S0 / 4 (1 + s2 P2(sin lat))` at cell centres."""
 
-    def __call__(self, params: Params, grid: Grid, t=None) -> Flux:
+    parameters = (S0, S2)
+    tridiagonal = True
+
+    def __call__(self, params: AbstractParams, grid: Grid, t=None) -> Flux:
         del t
         return params.S0 / 4.0 * (1.0 + params.s2 * legendre_p2(grid.sin_lat))
 
@@ -42,7 +49,10 @@ class P2Insolation(AbstractInsolation):
 class AnnualMeanInsolation(AbstractInsolation):
     """The orbit's exact annual-mean insolation at cell centres."""
 
-    def __call__(self, params: Params, grid: Grid, t=None) -> Flux:
+    parameters = (S0, *ORBIT)
+    tridiagonal = True
+
+    def __call__(self, params: AbstractParams, grid: Grid, t=None) -> Flux:
         del t
         return annual_mean_insolation(grid.lat, params)
 
@@ -53,7 +63,10 @@ class DailyInsolation(AbstractInsolation):
     Time `t` is in years from 1 January (day 0); the vernal equinox falls on day 80.
     """
 
-    def __call__(self, params: Params, grid: Grid, t=None) -> Flux:
+    parameters = (S0, *ORBIT)
+    tridiagonal = True
+
+    def __call__(self, params: AbstractParams, grid: Grid, t=None) -> Flux:
         if t is None:
             raise ValueError(
                 "DailyInsolation depends on the time of year, so a model with it has "

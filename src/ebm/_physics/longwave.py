@@ -6,14 +6,29 @@ in W m-2 with $T$ in degC; $A$ is the emission at 0 degC, $B$ the longwave feedb
 """
 
 from .._custom_types import Flux, Temperature
-from .._grid import Grid
-from .._params import Params
+from .._model.grid import Grid
+from .._model.parameters import AbstractParams, Parameter
 from .base import AbstractLongwave
+
+
+A = Parameter("A", 210.0, "W m-2", "outgoing longwave radiation at 0 degC")
+B = Parameter(
+    "B",
+    2.0,
+    "W m-2 K-1",
+    "longwave sensitivity to temperature",
+    lower=0.0,
+    lower_open=True,
+    transform="log",
+)
 
 
 class LinearLongwave(AbstractLongwave):
     """`A + B T` (climlab's `AplusBT`)."""
 
-    def __call__(self, T: Temperature, params: Params, grid: Grid) -> Flux:
+    parameters = (A, B)
+    tridiagonal = True
+
+    def __call__(self, T: Temperature, params: AbstractParams, grid: Grid) -> Flux:
         del grid
         return params.A + params.B * T

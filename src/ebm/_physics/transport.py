@@ -36,12 +36,22 @@ import jax.numpy as jnp
 
 from .._constants import EARTH_RADIUS, PETAWATT
 from .._custom_types import EdgeValues, Flux, Temperature
-from .._grid import Grid
-from .._params import Params
+from .._model.grid import Grid
+from .._model.parameters import AbstractParams, Parameter
 from .base import AbstractTransport
 
 
-def _diffusive_flux(T: Temperature, params: Params, grid: Grid) -> EdgeValues:
+D = Parameter(
+    "D",
+    0.555,
+    "W m-2 K-1",
+    "meridional heat diffusivity",
+    lower=0.0,
+    transform="log",
+)
+
+
+def _diffusive_flux(T: Temperature, params: AbstractParams, grid: Grid) -> EdgeValues:
     """`D cos(lat) dT/dlat` on every bound, W m-2, zero at the poles."""
     gradient = jnp.diff(T) / grid.spacing
     interior = params.D * grid.cos_lat_bounds[1:-1] * gradient
@@ -51,11 +61,14 @@ def _diffusive_flux(T: Temperature, params: Params, grid: Grid) -> EdgeValues:
 class DiffusiveTransport(AbstractTransport):
     """Down-gradient diffusion of temperature in latitude, with diffusivity `D`."""
 
-    def flux(self, T: Temperature, params: Params, grid: Grid) -> EdgeValues:
+    parameters = (D,)
+    tridiagonal = True
+
+    def flux(self, T: Temperature, params: AbstractParams, grid: Grid) -> EdgeValues:
         """Northward heat transport through each bound, PW."""
         flux = _diffusive_flux(T, params, grid)
         return -2.0 * jnp.pi * EARTH_RADIUS**2 * flux / PETAWATT
 
-    def convergence(self, T: Temperature, params: Params, grid: Grid) -> Flux:
+    def convergence(self, T: Temperature, params: AbstractParams, grid: Grid) -> Flux:
         flux = _diffusive_flux(T, params, grid)
         return jnp.diff(flux) / (2.0 * grid.area_weights)

@@ -47,14 +47,14 @@ import numpy as np
 import optimistix as optx
 from jaxtyping import Array, Bool, Float, Int
 
-from ._checks import check_count
-from ._custom_types import Scalar, Temperature
-from ._equilibrium import equilibrium, resolve_model
-from ._grid import Grid
-from ._model import EnergyBalanceModel
-from ._params import Params, allowed_range, in_range, out_of_range
-from ._results import RESULTS
-from ._tridiagonal import probe_tridiagonal
+from .._checks import check_count
+from .._custom_types import Scalar, Temperature
+from .._model.grid import Grid
+from .._model.model import EnergyBalanceModel
+from .._model.params import Params
+from .._numerics.tridiagonal import probe_tridiagonal
+from .._results import RESULTS
+from .equilibrium import equilibrium, resolve_model
 
 
 # Codes of the walk's `status`.
@@ -65,8 +65,8 @@ def _with_parameter(params: Params, parameter: str, value) -> Params:
     return eqx.tree_at(lambda p: getattr(p, parameter), params, value)
 
 
-def _check_parameter(parameter: str) -> None:
-    names = Params.field_names()
+def _check_parameter(params: Params, parameter: str) -> None:
+    names = type(params).field_names()
     if parameter not in names:
         raise ValueError(f"`parameter` must be one of {names}, got {parameter!r}.")
 
@@ -520,7 +520,7 @@ def _bounds(origin, stop, bounds):
 def _setup(params, parameter, stop, bounds, start, grid, model, parameter_scale):
     """The model, the start point `y0`, the problem, the direction and the bounds
     (`bounds` and `parameter_scale` as `_as_arrays` made them)."""
-    _check_parameter(parameter)
+    _check_parameter(params, parameter)
     model = resolve_model(model, grid)
     origin = jnp.asarray(getattr(params, parameter), float)
     low, high = bounds
@@ -532,10 +532,10 @@ def _setup(params, parameter, stop, bounds, start, grid, model, parameter_scale)
     # The same check as `_check_range`, for values only known inside jit.
     y0 = eqx.error_if(
         y0,
-        ~in_range(_with_parameter(params, parameter, low))
-        | ~in_range(_with_parameter(params, parameter, high)),
+        ~_with_parameter(params, parameter, low).in_range()
+        | ~_with_parameter(params, parameter, high).in_range(),
         f"Continuation in {parameter}: `stop` and `bounds` must stay where "
-        f"`{parameter}` is {allowed_range(parameter)}.",
+        f"`{parameter}` is {params.allowed_range(parameter)}.",
     )
     # The same checks as `_check_bounds`, for values only known inside jit.
     y0 = eqx.error_if(
@@ -585,7 +585,7 @@ def _check_range(params: Params, parameter: str, stop, bounds) -> None:
     for argument, value in ends:
         if value is None:
             continue
-        allowed = out_of_range(params, parameter, value)
+        allowed = params.out_of_range(parameter, value)
         if allowed is not None:
             raise ValueError(
                 f"Continuation in {parameter}: `{argument}` reaches {parameter} = "
@@ -714,7 +714,7 @@ def continuation(
     - `RuntimeError` (with `throw=True`): if the walk or a fold refinement failed.
     - `EquinoxRuntimeError`: if the starting equilibrium cannot be found.
     """
-    _check_parameter(parameter)
+    _check_parameter(params, parameter)
     _check_bounds(getattr(params, parameter), stop, bounds, parameter_scale)
     _check_range(params, parameter, stop, bounds)
     settings = _Settings(
@@ -879,7 +879,7 @@ def fold(
     - `EquinoxRuntimeError` (with `throw=True`): no fold before the branch left
         `bounds`, the walk failed, or the extended system did not converge.
     """
-    _check_parameter(parameter)
+    _check_parameter(params, parameter)
     if (stop is None) == (guess is None):
         raise ValueError(
             "Give `ebm.fold` either `stop` (to walk) or `guess`, not both."

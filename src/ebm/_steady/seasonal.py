@@ -51,27 +51,27 @@ import lineax as lx
 import optimistix as optx
 from jaxtyping import Array, Float, Int
 
-from ._checkpoint import (
+from .._checks import check_count
+from .._custom_types import Scalar, Temperature
+from .._model.grid import Grid
+from .._model.model import EnergyBalanceModel
+from .._model.params import Params
+from .._physics.insolation import DailyInsolation
+from .._results import RESULTS
+from .._stepping.checkpoint import (
     BinomialCheckpoint,
     RecursiveCheckpoint,
     resolve_checkpoint,
 )
-from ._checks import check_count
-from ._custom_types import Scalar, Temperature
-from ._equilibrium import initial_profile, resolve_model
-from ._grid import Grid
-from ._integrate import _fixed_step
-from ._model import EnergyBalanceModel
-from ._params import Params
-from ._physics.insolation import DailyInsolation
-from ._results import RESULTS
-from ._stepper import (
+from .._stepping.integrate import _fixed_step
+from .._stepping.stepper import (
     check_stability,
     fixed_step_result,
     resolve_error_tolerance,
     resolve_stepper,
     stability_limit,
 )
+from .equilibrium import initial_profile, resolve_model
 
 
 STEPS_PER_YEAR = 365

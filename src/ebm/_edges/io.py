@@ -21,9 +21,9 @@ import tempfile
 import jax
 import numpy as np
 
-from ._constants import DAYS_PER_YEAR
-from ._grid import Grid
-from ._params import UNITS, Params
+from .._constants import DAYS_PER_YEAR
+from .._model.grid import Grid
+from .._model.params import Params
 
 
 _TEMPERATURE = {"units": "degC", "standard_name": "surface_temperature"}
@@ -89,14 +89,14 @@ def _parameter_attributes(params: Params | None) -> dict:
     if params is None:
         return {}
     attributes = {}
-    for name in Params.field_names():
-        attributes[f"param_{name}"] = float(getattr(params, name))
-        attributes[f"param_{name}_units"] = UNITS[name]
+    for parameter in type(params).declarations:
+        attributes[f"param_{parameter.name}"] = float(getattr(params, parameter.name))
+        attributes[f"param_{parameter.name}_units"] = parameter.units
     return attributes
 
 
 def _global_attributes(kind: str, params: Params | None) -> dict:
-    from . import __version__
+    from .. import __version__
 
     now = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
     return {
@@ -110,7 +110,7 @@ def _global_attributes(kind: str, params: Params | None) -> dict:
 
 
 def _result_code(result) -> dict:
-    from ._results import RESULTS
+    from .._results import RESULTS
 
     successful = bool(_array(result == RESULTS.successful).all())
     return {"result": "successful" if successful else str(result)}
@@ -133,7 +133,8 @@ def _flag(value, long_name: str, meaning: str, dims=()):
     )
 
 
-def _equilibrium_variables(state) -> dict:
+def _equilibrium_variables(state, container: type[Params]) -> dict:
+    del container  # the parameters' declarations are not needed here
     return {
         "T": ("lat", _array(state.T), {**_TEMPERATURE, "long_name": "temperature"}),
         "global_mean": _scalar(state.global_mean, "degC", "global-mean temperature"),
@@ -188,7 +189,8 @@ def _diagnostics(T, params: Params, model) -> dict:
     }
 
 
-def _trajectory_variables(trajectory) -> dict:
+def _trajectory_variables(trajectory, container: type[Params]) -> dict:
+    del container  # the parameters' declarations are not needed here
     variables = {
         "T": (
             "lat",
@@ -213,7 +215,8 @@ def _trajectory_variables(trajectory) -> dict:
     return variables
 
 
-def _seasonal_variables(cycle) -> dict:
+def _seasonal_variables(cycle, container: type[Params]) -> dict:
+    del container  # the parameters' declarations are not needed here
     temperature = {**_TEMPERATURE}
     return {
         **_time(cycle.t),
@@ -251,11 +254,16 @@ def _seasonal_variables(cycle) -> dict:
     }
 
 
-def _branch_variables(branch) -> dict:
+def _branch_variables(branch, container: type[Params]) -> dict:
     point = "point"
     name = branch.parameter
+    units = container.declaration(name).units
     variables = {
-        name: (point, _array(branch.values), {"units": UNITS[name], "long_name": name}),
+        name: (
+            point,
+            _array(branch.values),
+            {"units": units, "long_name": container.declaration(name).long_name},
+        ),
         "global_mean": (
             point,
             _array(branch.global_mean),
@@ -285,7 +293,7 @@ def _branch_variables(branch) -> dict:
         "fold_value": (
             "fold",
             np.array([float(f.value) for f in branch.folds]),
-            {"units": UNITS[name], "long_name": f"{name} at each fold"},
+            {"units": units, "long_name": f"{name} at each fold"},
         ),
         "fold_ice_edge": (
             "fold",
@@ -312,7 +320,7 @@ def _branch_variables(branch) -> dict:
     return variables
 
 
-def _fit_variables(fit) -> dict:
+def _fit_variables(fit, container: type[Params]) -> dict:
     variables = {
         "loss": (
             "step",
@@ -324,7 +332,9 @@ def _fit_variables(fit) -> dict:
     }
     for name in fit.fitted:
         variables[f"fitted_{name}"] = _scalar(
-            getattr(fit.params, name), UNITS[name], f"fitted {name}"
+            getattr(fit.params, name),
+            container.declaration(name).units,
+            f"fitted {name}",
         )
     return variables
 
@@ -332,7 +342,9 @@ def _fit_variables(fit) -> dict:
 _OUTPUT_UNITS = {"T": "degC", "global_mean": "degC", "ice_edge": "degrees_north"}
 
 
-def _derivative_attributes(output: str, units: str | None, name: str) -> dict:
+def _derivative_attributes(
+    output: str, units: str | None, name: str, container: type[Params]
+) -> dict:
     """Long name and units of d `output` / d parameter `name` (no units when the
     output's are unknown). A derivative is a ratio of differences, and temperature
     differences are in K."""
@@ -340,12 +352,13 @@ def _derivative_attributes(output: str, units: str | None, name: str) -> dict:
     if units is not None:
         difference = {"degC": "K"}
         numerator = difference.get(units, units)
-        denominator = difference.get(UNITS[name], UNITS[name])
+        parameter_units = container.declaration(name).units
+        denominator = difference.get(parameter_units, parameter_units)
         attributes["units"] = f"({numerator}) ({denominator})-1"
     return attributes
 
 
-def _sensitivity_variables(sensitivity) -> dict:
+def _sensitivity_variables(sensitivity, container: type[Params]) -> dict:
     output = sensitivity.output
     dims = "lat" if output == "T" else ()
     units = _OUTPUT_UNITS[output]
@@ -356,17 +369,17 @@ def _sensitivity_variables(sensitivity) -> dict:
         variables[f"d_{output}_d_{name}"] = (
             dims,
             _array(sensitivity[name]),
-            _derivative_attributes(output, units, name),
+            _derivative_attributes(output, units, name, container),
         )
     return variables
 
 
-def _ensemble_variables(ensemble) -> dict:
+def _ensemble_variables(ensemble, container: type[Params]) -> dict:
     """An ensemble's variables: its result's, each with a leading `member` axis, the
     varying parameters and gradients along `member`, and which members failed."""
-    from ._equilibrium import Equilibrium
-    from ._integrate import Trajectory
-    from ._seasonal import SeasonalCycle
+    from .._steady.equilibrium import Equilibrium
+    from .._steady.seasonal import SeasonalCycle
+    from .._stepping.integrate import Trajectory
 
     kinds = (
         (Equilibrium, _equilibrium_variables),
@@ -387,7 +400,7 @@ def _ensemble_variables(ensemble) -> dict:
     # One time axis, shared by every member: a failed run's stops where it failed.
     first = int(np.flatnonzero(ok)[0]) if ok.any() else 0
     variables = {}
-    for name, (dims, data, attributes) in variables_of(result).items():
+    for name, (dims, data, attributes) in variables_of(result, container).items():
         dims = (dims,) if isinstance(dims, str) else tuple(dims)
         if name == "time":
             variables[name] = (dims, data[first], attributes)
@@ -408,17 +421,20 @@ def _ensemble_variables(ensemble) -> dict:
         variables[f"param_{name}"] = (
             member,
             _array(getattr(ensemble.params, name)),
-            {"units": UNITS[name], "long_name": f"parameter {name} of each member"},
+            {
+                "units": container.declaration(name).units,
+                "long_name": container.declaration(name).long_name,
+            },
         )
     if ensemble.gradient is not None:
         output = ensemble.output
         # The output's units, where the result's own variable has them.
         units = variables.get(output, ((), None, {}))[2].get("units")
-        for name in Params.field_names():
+        for name in container.field_names():
             variables[f"d_{output}_d_{name}"] = (
                 member,
                 _array(getattr(ensemble.gradient, name)),
-                _derivative_attributes(output, units, name),
+                _derivative_attributes(output, units, name, container),
             )
     variables["ok"] = _flag(
         ensemble.ok, "whether the member succeeded", "succeeded", member
@@ -457,12 +473,12 @@ def to_dataset(result, params: Params | None = None, *, model=None):
 
     - `TypeError`: for a result of another type.
     """
-    from ._continuation import Branch
-    from ._ensemble import Ensemble
-    from ._equilibrium import Equilibrium
-    from ._fit import FitResult, Sensitivity
-    from ._integrate import Trajectory
-    from ._seasonal import SeasonalCycle
+    from .._analysis.ensemble import Ensemble
+    from .._analysis.fit import FitResult, Sensitivity
+    from .._steady.continuation import Branch
+    from .._steady.equilibrium import Equilibrium
+    from .._steady.seasonal import SeasonalCycle
+    from .._stepping.integrate import Trajectory
 
     xarray = _xarray()
     kinds = (
@@ -484,7 +500,13 @@ def to_dataset(result, params: Params | None = None, *, model=None):
         )
     if isinstance(result, FitResult):
         params = result.params
-    variables = variables_of(result)
+    if isinstance(result, Ensemble | FitResult):
+        container = type(result.params)
+    elif params is not None:
+        container = type(params)
+    else:
+        container = Params if model is None else model.Params
+    variables = variables_of(result, container)
     if isinstance(result, Ensemble):
         if model is not None:
             raise ValueError(

@@ -49,8 +49,8 @@ import numpy as np
 from jax.sharding import Mesh, NamedSharding, PartitionSpec
 from jaxtyping import Array, Bool, PyTree
 
-from ._params import Params
-from ._results import RESULTS, error_message
+from .._model.params import Params
+from .._results import RESULTS, error_message
 
 
 ON_FAILURE = ("warn", "raise", "ignore")
@@ -65,7 +65,8 @@ def sweep(params: Params | None = None, *, product: bool = False, **values) -> P
 
     **Arguments:**
 
-    - `params`: the fields that do not vary (default `ebm.Params()`).
+    - `params`: the fields that do not vary (default `ebm.Params()`; for a model
+        with terms of its own, `model.Params()`).
     - `product`: if `False` (default), the arrays in `values` have one length, and
         member `i` takes the `i`-th entry of each; if `True`, every combination
         (the first name varies slowest).
@@ -82,7 +83,8 @@ def sweep(params: Params | None = None, *, product: bool = False, **values) -> P
         arrays of different lengths (without `product`), or an invalid value.
     """
     base = Params() if params is None else params
-    names = Params.field_names()
+    container = type(base)
+    names = container.field_names()
     for name in names:
         if np.shape(getattr(base, name)) != ():
             raise ValueError(
@@ -120,11 +122,13 @@ def sweep(params: Params | None = None, *, product: bool = False, **values) -> P
         name: arrays.get(name, np.broadcast_to(np.asarray(getattr(base, name)), count))
         for name in names
     }
-    return Params(**fields)
+    return container(**fields)
 
 
 def _num_members(params: Params) -> int:
-    shapes = {name: np.shape(getattr(params, name)) for name in Params.field_names()}
+    shapes = {
+        name: np.shape(getattr(params, name)) for name in type(params).field_names()
+    }
     batched = {shape for shape in shapes.values() if shape != ()}
     if len(batched) != 1 or len(next(iter(batched))) != 1:
         raise ValueError(
@@ -149,9 +153,9 @@ def _stack(members) -> Params:
 
 
 def _task_function(task) -> Callable:
-    from ._equilibrium import equilibrium
-    from ._integrate import integrate, integrate_fixed
-    from ._seasonal import periodic_equilibrium
+    from .._steady.equilibrium import equilibrium
+    from .._steady.seasonal import periodic_equilibrium
+    from .._stepping.integrate import integrate, integrate_fixed
 
     tasks = {
         "equilibrium": equilibrium,
@@ -261,7 +265,7 @@ class Ensemble(eqx.Module):
 
     def _values(self, name: str) -> np.ndarray:
         if self.gradient is not None:
-            for parameter in Params.field_names():
+            for parameter in type(self.gradient).field_names():
                 if name == f"d_{self.output}_d_{parameter}":
                     return np.asarray(getattr(self.gradient, parameter))
         if not hasattr(self.result, name):
@@ -534,7 +538,7 @@ def ensemble(
         `throw=True`.
     - `RuntimeError`: with `on_failure="raise"`, when any member failed.
     """
-    from ._checks import check_count
+    from .._checks import check_count
 
     if on_failure not in ON_FAILURE:
         raise ValueError(
@@ -638,7 +642,7 @@ def ensemble(
     ok[list(failures)] = False
     varying = tuple(
         name
-        for name in Params.field_names()
+        for name in type(params).field_names()
         if np.ptp(np.asarray(getattr(params, name))) > 0
     )
     ensemble = Ensemble(

@@ -28,7 +28,7 @@ import jax.numpy as jnp
 import lineax as lx
 from jaxtyping import Array, Float, PyTree
 
-from ._custom_types import Scalar
+from .._custom_types import Scalar
 
 
 class TridiagonalMatrix(eqx.Module):

@@ -84,11 +84,11 @@ import numpy as np
 from jax.ad_checkpoint import checkpoint_name
 from jaxtyping import Array, PyTree
 
-from ._custom_types import Scalar, Temperature
-from ._model import EnergyBalanceModel
-from ._params import Params
-from ._results import RESULTS
-from ._tridiagonal import TridiagonalMatrix, probe_tridiagonal
+from .._custom_types import Scalar, Temperature
+from .._model.model import EnergyBalanceModel
+from .._model.params import Params
+from .._numerics.tridiagonal import TridiagonalMatrix, probe_tridiagonal
+from .._results import RESULTS
 
 
 ERROR_MEMORY = 1.0

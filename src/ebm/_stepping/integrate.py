@@ -46,16 +46,17 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, Float, Int
 
-from ._checkpoint import resolve_checkpoint
-from ._checks import check_count
-from ._constants import SECONDS_PER_YEAR
-from ._custom_types import Scalar, Temperature
-from ._equilibrium import _known, initial_profile, resolve_model
-from ._grid import Grid
-from ._model import EnergyBalanceModel
-from ._params import Params
-from ._results import RESULTS, nan_unless_successful
-from ._stepper import (
+from .._checks import check_count
+from .._constants import SECONDS_PER_YEAR
+from .._custom_types import Scalar, Temperature
+from .._model.grid import Grid
+from .._model.model import EnergyBalanceModel
+from .._model.params import Params
+from .._numerics.tridiagonal import ProbedTridiagonal
+from .._results import RESULTS, nan_unless_successful
+from .._steady.equilibrium import _known, initial_profile, resolve_model
+from .checkpoint import resolve_checkpoint
+from .stepper import (
     accumulate_error,
     check_stability,
     fixed_step_result,
@@ -64,7 +65,6 @@ from ._stepper import (
     stability_limit,
     step_with_error,
 )
-from ._tridiagonal import ProbedTridiagonal
 
 
 ADJOINTS = {

@@ -51,7 +51,7 @@ import jax.numpy as jnp
 import optimistix as optx
 from jaxtyping import Array, Bool, Float, Int, PyTree
 
-from ._tridiagonal import probe_tridiagonal
+from .tridiagonal import probe_tridiagonal
 
 
 class _PseudoTransientState(eqx.Module):

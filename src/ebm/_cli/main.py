@@ -24,7 +24,6 @@ settings, 10-30 s for some on 2 cores).
 """
 
 import argparse
-import dataclasses
 import json
 import sys
 import threading
@@ -91,7 +90,7 @@ class _CompileNotice:
 
 
 def _add_common(parser: argparse.ArgumentParser, plot: str | None) -> None:
-    from ._params import Params
+    from .._model.params import Params
 
     parser.add_argument("--n-lat", type=int, default=60, help="latitude cells (60)")
     parser.add_argument("--json", action="store_true", help="print JSON, not text")
@@ -107,18 +106,19 @@ def _add_common(parser: argparse.ArgumentParser, plot: str | None) -> None:
         "parameters (defaults: climlab's; ice_width, forcing and today's orbit are "
         "ebm's)"
     )
-    defaults = Params()
-    for field in dataclasses.fields(Params):
-        spellings = [f"--{field.name}"]
-        if "_" in field.name:
-            spellings.append(f"--{field.name.replace('_', '-')}")
+    for parameter in Params.declarations:
+        spellings = [f"--{parameter.name}"]
+        if "_" in parameter.name:
+            spellings.append(f"--{parameter.name.replace('_', '-')}")
+        units = "" if parameter.units == "1" else f", {parameter.units}"
         group.add_argument(
             *spellings,
-            dest=field.name,
+            dest=parameter.name,
             type=float,
             default=None,
             metavar="X",
-            help=f"default {float(getattr(defaults, field.name))}",
+            help=f"{parameter.long_name} ({parameter.default:g}{units}; "
+            f"{parameter.allowed})".replace("%", "%%"),
         )
 
 
@@ -338,27 +338,25 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def _params(arguments):
-    from ._params import Params
+    from .._model.params import Params
 
     overrides = {
-        field.name: getattr(arguments, field.name)
-        for field in dataclasses.fields(Params)
-        if getattr(arguments, field.name) is not None
+        name: getattr(arguments, name)
+        for name in Params.field_names()
+        if getattr(arguments, name) is not None
     }
     return Params(**overrides)
 
 
 def _setup(arguments):
     """The parameters and grid every subcommand starts from."""
-    from ._grid import Grid
+    from .._model.grid import Grid
 
     return _params(arguments), Grid(arguments.n_lat)
 
 
 def _floats(tree) -> dict:
-    from ._params import Params
-
-    return {name: float(getattr(tree, name)) for name in Params.field_names()}
+    return {name: float(getattr(tree, name)) for name in type(tree).field_names()}
 
 
 def _plot_path(arguments):
@@ -377,7 +375,7 @@ def _finish(report, result, params, arguments, plot, model=None) -> dict:
         plot(path)
         report["plot"] = path
     if arguments.netcdf is not None:
-        from ._io import save
+        from .._edges.io import save
 
         save(result, arguments.netcdf, params, model=model)
         report["netcdf"] = arguments.netcdf
@@ -387,8 +385,8 @@ def _finish(report, result, params, arguments, plot, model=None) -> dict:
 def _equilibrium(arguments) -> dict:
     import jax
 
-    from ._equilibrium import equilibrium
-    from ._model import EnergyBalanceModel
+    from .._model.model import EnergyBalanceModel
+    from .._steady.equilibrium import equilibrium
 
     params, grid = _setup(arguments)
     model = EnergyBalanceModel(grid=grid)
@@ -415,13 +413,13 @@ def _equilibrium(arguments) -> dict:
         "d_global_mean_d": _floats(gradient),
     }
     if arguments.transport_plot is not None:
-        from ._plot import plot_heat_transport
+        from .._edges.plot import plot_heat_transport
 
         plot_heat_transport(state, params, model, arguments.transport_plot)
         report["transport_plot"] = arguments.transport_plot
 
     def plot(path):
-        from ._plot import plot_equilibrium
+        from .._edges.plot import plot_equilibrium
 
         plot_equilibrium(state, params, path)
 
@@ -448,7 +446,7 @@ def _run(arguments) -> dict:
     import jax
     import jax.numpy as jnp
 
-    from ._integrate import integrate, integrate_fixed
+    from .._stepping.integrate import integrate, integrate_fixed
 
     params, grid = _setup(arguments)
     progress = not (arguments.json or arguments.no_progress)
@@ -520,7 +518,7 @@ def _run(arguments) -> dict:
     }
 
     def plot(path):
-        from ._plot import plot_trajectory
+        from .._edges.plot import plot_trajectory
 
         plot_trajectory(trajectory, params, path)
 
@@ -539,13 +537,13 @@ def _fit(arguments) -> dict:
     import numpy as np
     import optax
 
-    from ._equilibrium import equilibrium
-    from ._fit import fit
-    from ._params import Params
+    from .._analysis.fit import fit
+    from .._model.params import Params
+    from .._steady.equilibrium import equilibrium
 
     params, grid = _setup(arguments)
     if arguments.target is not None:
-        from ._io import load
+        from .._edges.io import load
 
         dataset = load(arguments.target)
         if "T" not in dataset or dataset["T"].dims != ("lat",):
@@ -586,7 +584,7 @@ def _fit(arguments) -> dict:
     }
 
     def plot(path):
-        from ._plot import plot_fit
+        from .._edges.plot import plot_fit
 
         initial = equilibrium(params, grid=grid)
         fitted = equilibrium(result.params, grid=grid)
@@ -599,7 +597,7 @@ def _target_grid(path, dataset):
     """The grid whose cell centres are the file's latitudes, or a ValueError."""
     import numpy as np
 
-    from ._grid import Grid
+    from .._model.grid import Grid
 
     if "lat" not in dataset.coords:
         raise ValueError(
@@ -627,7 +625,7 @@ def _target_grid(path, dataset):
 
 
 def _sensitivity(arguments) -> dict:
-    from ._fit import sensitivity
+    from .._analysis.fit import sensitivity
 
     params, grid = _setup(arguments)
     result = sensitivity(
@@ -652,7 +650,7 @@ def _sensitivity(arguments) -> dict:
     }
 
     def plot(path):
-        from ._plot import plot_sensitivity
+        from .._edges.plot import plot_sensitivity
 
         plot_sensitivity(result, params, path)
 
@@ -666,7 +664,7 @@ def _sensitivity(arguments) -> dict:
 
 
 def _hysteresis(arguments) -> dict:
-    from ._continuation import continuation
+    from .._steady.continuation import continuation
 
     params, grid = _setup(arguments)
     stop = arguments.stop
@@ -703,7 +701,7 @@ def _hysteresis(arguments) -> dict:
     }
 
     def plot(path):
-        from ._plot import plot_branch
+        from .._edges.plot import plot_branch
 
         plot_branch(branch, path)
 
@@ -711,7 +709,7 @@ def _hysteresis(arguments) -> dict:
 
 
 def _seasonal(arguments) -> dict:
-    from ._seasonal import periodic_equilibrium
+    from .._steady.seasonal import periodic_equilibrium
 
     params, grid = _setup(arguments)
     cycle = periodic_equilibrium(
@@ -736,7 +734,7 @@ def _seasonal(arguments) -> dict:
     }
 
     def plot(path):
-        from ._plot import plot_seasonal_cycle
+        from .._edges.plot import plot_seasonal_cycle
 
         plot_seasonal_cycle(cycle, params, path)
 
@@ -744,10 +742,10 @@ def _seasonal(arguments) -> dict:
 
 
 def _memory(arguments) -> dict:
-    from ._checkpoint import resolve_checkpoint
-    from ._grid import Grid
-    from ._memory import memory_table
-    from ._model import EnergyBalanceModel
+    from .._model.grid import Grid
+    from .._model.model import EnergyBalanceModel
+    from .._stepping.checkpoint import resolve_checkpoint
+    from .._stepping.memory import memory_table
 
     params = _params(arguments)
     schedules = [_schedule(name) for name in arguments.schedules]
@@ -767,7 +765,7 @@ def _memory(arguments) -> dict:
         report["netcdf"] = arguments.netcdf
     path = _plot_path(arguments)
     if path is not None:
-        from ._plot import plot_memory_scaling
+        from .._edges.plot import plot_memory_scaling
 
         plot_memory_scaling(rows, path)
         report["plot"] = path
@@ -791,7 +789,7 @@ def _memory_netcdf(rows, params, path) -> None:
     import numpy as np
     import xarray
 
-    from ._io import _global_attributes, save
+    from .._edges.io import _global_attributes, save
 
     schedules = list(dict.fromkeys(row["schedule"] for row in rows))
     steps = sorted({row["steps"] for row in rows})
@@ -917,7 +915,7 @@ def main(argv=None) -> int:
     """Entry point of the `ebm` command; returns the exit status."""
     import equinox as eqx
 
-    from ._results import error_message
+    from .._results import error_message
 
     parser = _parser()
     arguments = parser.parse_args(argv)

@@ -29,8 +29,8 @@ import equinox as eqx
 import jax
 import numpy as np
 
-from ._integrate import integrate_fixed
-from ._params import Params
+from .._model.params import Params
+from .integrate import integrate_fixed
 
 
 class CompiledMemory(eqx.Module):

@@ -48,8 +48,38 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, ArrayLike, Float
 
-from ._constants import DAYS_PER_YEAR
-from ._params import Params
+from .._constants import DAYS_PER_YEAR
+from .._model.parameters import AbstractParams, Parameter
+
+
+ECCENTRICITY = Parameter(
+    "eccentricity",
+    0.017236,
+    "1",
+    "eccentricity of the Earth's orbit",
+    lower=0.0,
+    upper=1.0,
+    upper_open=True,
+    note="a closed orbit",
+    transform="logit",
+)
+OBLIQUITY = Parameter(
+    "obliquity",
+    23.446,
+    "degree",
+    "tilt of the Earth's axis to its orbit",
+    lower=0.0,
+    upper=180.0,
+    transform="logit",
+)
+LONG_PERI = Parameter(
+    "long_peri",
+    281.37,
+    "degree",
+    "solar longitude of perihelion (from the vernal equinox)",
+)
+ORBIT = (ECCENTRICITY, OBLIQUITY, LONG_PERI)
+"""The orbital parameters (climlab's present-day values, Berger 1978)."""
 
 
 VERNAL_EQUINOX_DAY = 80.0
@@ -96,7 +126,7 @@ def _solve_kepler(M, e):
     return E + (M - M_reduced)
 
 
-def solar_longitude(day: ArrayLike, params: Params) -> Float[Array, "..."]:
+def solar_longitude(day: ArrayLike, params: AbstractParams) -> Float[Array, "..."]:
     """The solar longitude `lambda` on calendar `day`, radians (any branch: it grows
     by `2 pi` a year; take it mod `2 pi` for an angle).
 
@@ -119,14 +149,14 @@ def solar_longitude(day: ArrayLike, params: Params) -> Float[Array, "..."]:
     return _true_from_eccentric(_solve_kepler(M, e), e) + perihelion
 
 
-def _distance_factor(longitude, params: Params):
+def _distance_factor(longitude, params: AbstractParams):
     """`(a / r)^2` at solar `longitude`: insolation relative to the mean distance's."""
     e = params.eccentricity
     perihelion = jnp.deg2rad(params.long_peri)
     return ((1.0 + e * jnp.cos(longitude - perihelion)) / (1.0 - e**2)) ** 2
 
 
-def declination(day: ArrayLike, params: Params) -> Float[Array, "..."]:
+def declination(day: ArrayLike, params: AbstractParams) -> Float[Array, "..."]:
     """The Sun's declination on calendar `day`, radians (`params.obliquity` used)."""
     sin_obliquity = jnp.sin(jnp.deg2rad(params.obliquity))
     return jnp.arcsin(sin_obliquity * jnp.sin(solar_longitude(day, params)))
@@ -179,7 +209,7 @@ def _check_latitude(lat) -> Array:
 
 
 def daily_insolation(
-    lat: ArrayLike, day: ArrayLike, params: Params
+    lat: ArrayLike, day: ArrayLike, params: AbstractParams
 ) -> Float[Array, "..."]:
     """Daily-mean insolation at the top of the atmosphere, W m-2 (Berger 1978).
 
@@ -210,7 +240,9 @@ def _gauss_legendre(points: int):
     return jnp.asarray(nodes), jnp.asarray(weights)
 
 
-def annual_mean_insolation(lat: ArrayLike, params: Params) -> Float[Array, "..."]:
+def annual_mean_insolation(
+    lat: ArrayLike, params: AbstractParams
+) -> Float[Array, "..."]:
     """Annual-mean insolation at the top of the atmosphere, W m-2.
 
     The exact annual mean of `ebm.daily_insolation` over the orbit (see the module

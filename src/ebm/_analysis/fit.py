@@ -31,45 +31,34 @@ import numpy as np
 import optax
 from jaxtyping import Array, Float
 
-from ._checks import check_count
-from ._equilibrium import (
+from .._checks import check_count
+from .._model.grid import Grid
+from .._model.model import EnergyBalanceModel
+from .._model.params import Params
+from .._results import RESULTS
+from .._steady.equilibrium import (
     NearFoldWarning,
     _near_fold_message,
     equilibrium,
     initial_profile,
     resolve_model,
 )
-from ._grid import Grid
-from ._integrate import integrate
-from ._model import EnergyBalanceModel
-from ._params import Params
-from ._results import RESULTS
+from .._stepping.integrate import integrate
 
 
 # One instance, so that repeated fits reuse the compiled step: an optax optimizer's
 # functions are static arguments of the jitted step, compared by identity.
 _DEFAULT_OPTIMIZER = optax.adam(0.05)
 
-POSITIVE = ("B", "D", "S0", "water_depth", "ice_width")
-UNIT_INTERVAL = ("a0", "ai")
+
+def to_unconstrained(name: str, value, container: type[Params] = Params):
+    """The optimiser's coordinate for parameter `name` (its declared transform)."""
+    return container.declaration(name).to_unconstrained(value)
 
 
-def to_unconstrained(name: str, value):
-    """The optimiser's coordinate for parameter `name`."""
-    if name in POSITIVE:
-        return jnp.log(value)
-    if name in UNIT_INTERVAL:
-        return jnp.log(value) - jnp.log1p(-value)
-    return value
-
-
-def from_unconstrained(name: str, coordinate):
+def from_unconstrained(name: str, coordinate, container: type[Params] = Params):
     """The inverse of `to_unconstrained`."""
-    if name in POSITIVE:
-        return jnp.exp(coordinate)
-    if name in UNIT_INTERVAL:
-        return jax.nn.sigmoid(coordinate)
-    return coordinate
+    return container.declaration(name).from_unconstrained(coordinate)
 
 
 def with_values(params: Params, values: dict) -> Params:
@@ -82,8 +71,10 @@ def with_values(params: Params, values: dict) -> Params:
     )
 
 
-def check_names(names: Sequence[str], argument: str) -> tuple[str, ...]:
-    """`names` as a tuple, every one a `Params` field.
+def check_names(
+    names: Sequence[str], argument: str, container: type[Params] = Params
+) -> tuple[str, ...]:
+    """`names` as a tuple, every one a parameter of `container`.
 
     **Raises:**
 
@@ -92,7 +83,7 @@ def check_names(names: Sequence[str], argument: str) -> tuple[str, ...]:
     if isinstance(names, str):
         names = (names,)
     names = tuple(names)
-    known = Params.field_names()
+    known = container.field_names()
     unknown = [name for name in names if name not in known]
     if unknown or not names or len(set(names)) != len(names):
         raise ValueError(
@@ -191,7 +182,7 @@ def fit(
     - `RuntimeError`: when the model fails to converge at an iterate (the message
         names the parameter values).
     """
-    names = check_names(fit, "fit")
+    names = check_names(fit, "fit", type(params))
     check_count("steps", steps, 1)
     model = resolve_model(model, grid)
     grid = model.grid
@@ -203,7 +194,8 @@ def fit(
     if optimizer is None:
         optimizer = _DEFAULT_OPTIMIZER
     coordinates = {
-        name: to_unconstrained(name, getattr(params, name)) for name in names
+        name: to_unconstrained(name, getattr(params, name), type(params))
+        for name in names
     }
     # optax's init leaves some scalars weakly typed (Python numbers), which its
     # update returns strongly typed: without this the step would compile twice.
@@ -218,16 +210,16 @@ def fit(
         except eqx.EquinoxRuntimeError as error:
             raise RuntimeError(
                 f"ebm.fit: the model failed at step {step}, near "
-                f"{_describe(names, coordinates)} (for example a singular Jacobian "
-                "near a fold, where two equilibria meet). Start closer, fit fewer "
-                "parameters, or resolve the ice edge better (larger ice_width or "
-                "n_lat)."
+                f"{_describe(names, coordinates, type(params))} (for example a "
+                "singular Jacobian near a fold, where two equilibria meet). Start "
+                "closer, fit fewer parameters, or resolve the ice edge better (larger "
+                "ice_width or n_lat)."
             ) from error
         history.append(float(loss))
         if progress:
             _progress_line(step, steps, float(loss), float(norm))
         if not np.isfinite(float(loss)):
-            raise _not_converged(step, names, coordinates)
+            raise _not_converged(step, names, coordinates, type(params))
         if float(norm) <= gtol:
             converged = True
             break
@@ -238,11 +230,15 @@ def fit(
         # not from a second compiled program.
         history.append(float(_fit_step(loss_fn, optimizer, coordinates, state)[2]))
         if not np.isfinite(history[-1]):
-            raise _not_converged(step, names, coordinates)
+            raise _not_converged(step, names, coordinates, type(params))
     if progress:
         sys.stderr.write("\n")
     fitted = with_values(
-        params, {name: from_unconstrained(name, coordinates[name]) for name in names}
+        params,
+        {
+            name: from_unconstrained(name, coordinates[name], type(params))
+            for name in names
+        },
     )
     return FitResult(
         params=fitted,
@@ -281,7 +277,7 @@ def _term_outputs(model: EnergyBalanceModel, T, params: Params, t, through: str)
         "albedo": model.albedo(T, params, grid),
         "longwave": model.longwave(T, params, grid),
         "transport": model.transport.convergence(T, params, grid),
-        "forcing": params.forcing,
+        "forcing": model.forcing(params, grid, t),
     }
     if through == "trajectory":
         outputs["heat_capacity"] = model.heat_capacity(params, grid)
@@ -322,7 +318,7 @@ def _check_fitted_parameters_enter(params, names, through, times, T0, model, sta
     ]
     if not unused:
         return
-    every = Params.field_names()
+    every = type(params).field_names()
     used = _term_dependence(model, T, params, t, through, every)
     described = "; ".join(
         (
@@ -353,17 +349,17 @@ def _check_fitted_parameters_enter(params, names, through, times, T0, model, sta
     )
 
 
-def _not_converged(step, names, coordinates) -> RuntimeError:
+def _not_converged(step, names, coordinates, container) -> RuntimeError:
     return RuntimeError(
         f"ebm.fit: the model did not converge at step {step}, with "
-        f"{_describe(names, coordinates)}: its equilibrium or run failed or "
+        f"{_describe(names, coordinates, container)}: its equilibrium or run failed or "
         "was not finite there. Start closer, or fit fewer parameters."
     )
 
 
-def _describe(names, coordinates) -> str:
+def _describe(names, coordinates, container) -> str:
     return ", ".join(
-        f"{name}={float(from_unconstrained(name, coordinates[name])):.6g}"
+        f"{name}={float(from_unconstrained(name, coordinates[name], container)):.6g}"
         for name in names
     )
 
@@ -406,7 +402,8 @@ class _Loss(eqx.Module):
 
     def __call__(self, coordinates):
         values = {
-            name: from_unconstrained(name, coordinates[name]) for name in self.names
+            name: from_unconstrained(name, coordinates[name], type(self.params))
+            for name in self.names
         }
         T, converged = self.output(with_values(self.params, values).check())
         # An unconverged solve is an infinite loss, so that a line search backs off
@@ -534,7 +531,10 @@ def sensitivity(
     - `ValueError`: for an unknown `output`, `through` or name, or a trajectory
         without `years`.
     """
-    names = check_names(Params.field_names() if names is None else names, "names")
+    container = type(params)
+    names = check_names(
+        container.field_names() if names is None else names, "names", container
+    )
     model = resolve_model(model, grid)
     fn, values = _output_function(
         params, output, names, through, years, T0, model, start, "forward"
@@ -664,7 +664,7 @@ def hessian(
 
     - `ValueError`: for a non-scalar `output`, unknown names, or as `sensitivity`.
     """
-    names = check_names(names, "names")
+    names = check_names(names, "names", type(params))
     if output == "T":
         raise ValueError("`output` must be a scalar ('global_mean' or 'ice_edge').")
     model = resolve_model(model, grid)

@@ -25,34 +25,35 @@ Grid, boundary conditions and discretisation are those of `ebm.Grid` and
 `ebm.DiffusiveTransport`: cells uniform in latitude, no heat flux through the poles.
 """
 
+import functools
+
 import equinox as eqx
 import jax
 import jax.numpy as jnp
 from jaxtyping import Array, Float, PyTree
 
-from ._constants import SECONDS_PER_YEAR
-from ._custom_types import EdgeValues, Flux, Scalar, Temperature
-from ._grid import Grid
-from ._params import Params
-from ._physics.albedo import PrescribedAlbedo, SmoothIceAlbedo, SubgridIceAlbedo
-from ._physics.base import (
+from .._constants import SECONDS_PER_YEAR
+from .._custom_types import EdgeValues, Flux, Scalar, Temperature
+from .._physics.albedo import SubgridIceAlbedo
+from .._physics.base import (
     AbstractAlbedo,
+    AbstractForcing,
     AbstractInsolation,
     AbstractLongwave,
+    AbstractTerm,
     AbstractTransport,
 )
-from ._physics.heat_capacity import AbstractHeatCapacity, MixedLayerHeatCapacity
-from ._physics.insolation import (
-    AnnualMeanInsolation,
-    DailyInsolation,
-    P2Insolation,
-    legendre_p2,
-)
-from ._physics.longwave import LinearLongwave
-from ._physics.transport import DiffusiveTransport
+from .._physics.forcing import UniformForcing
+from .._physics.heat_capacity import AbstractHeatCapacity, MixedLayerHeatCapacity
+from .._physics.insolation import P2Insolation, legendre_p2
+from .._physics.longwave import LinearLongwave
+from .._physics.transport import DiffusiveTransport
+from .grid import Grid
+from .parameters import AbstractParams, params_class
+from .params import Params, declarations_of
 
 
-def ice_edge(T: Temperature, params: Params, grid: Grid) -> Scalar:
+def ice_edge(T: Temperature, params: AbstractParams, grid: Grid) -> Scalar:
     """Latitude of the northern-hemisphere ice edge, degrees.
 
     The first crossing of `Tf`, walking from the equator to the North Pole, linearly
@@ -96,13 +97,15 @@ class EnergyBalanceModel(eqx.Module):
     **Arguments:**
 
     - `grid`: the latitude grid (default `ebm.Grid()`, 60 cells).
-    - `insolation`, `albedo`, `longwave`, `transport`, `heat_capacity`: the
-        physical terms; each defaults to climlab's form and can be replaced by any
-        final subclass of its abstract base.
+    - `insolation`, `albedo`, `longwave`, `transport`, `heat_capacity`, `forcing`:
+        the physical terms; each defaults to climlab's form (the forcing, ebm's own,
+        to a uniform `forcing` of 0) and can be replaced by any final subclass of
+        its abstract base.
 
     **Raises:**
 
-    - `ValueError`: when `heat_capacity` does not give one value per cell of `grid`.
+    - `ValueError`: when `heat_capacity` does not give one value per cell of `grid`,
+        or when two terms declare one parameter name differently.
     """
 
     grid: Grid = Grid()
@@ -111,10 +114,12 @@ class EnergyBalanceModel(eqx.Module):
     longwave: AbstractLongwave = LinearLongwave()
     transport: AbstractTransport = DiffusiveTransport()
     heat_capacity: AbstractHeatCapacity = MixedLayerHeatCapacity()
+    forcing: AbstractForcing = UniformForcing()
 
     def __check_init__(self):
+        parameters = self.Params  # raises for conflicting declarations
         try:
-            shape = jax.eval_shape(self.heat_capacity, Params(), self.grid).shape
+            shape = jax.eval_shape(self.heat_capacity, parameters(), self.grid).shape
         except (TypeError, ValueError):
             shape = "not broadcastable to the grid"
         if shape != (self.grid.n_lat,):
@@ -124,16 +129,36 @@ class EnergyBalanceModel(eqx.Module):
                 "grid?"
             )
 
+    def terms(self) -> tuple[AbstractTerm, ...]:
+        """The physical terms, in the order their parameters are collected."""
+        return (
+            self.longwave,
+            self.transport,
+            self.insolation,
+            self.albedo,
+            self.heat_capacity,
+            self.forcing,
+        )
+
+    @property
+    def Params(self) -> type[AbstractParams]:
+        """The parameter container of this model: `ebm.Params`, plus the parameters
+        that its terms declare and ebm's own do not (see `ebm.Parameter`). Build
+        a model's parameters with `model.Params(D=0.3, ...)`."""
+        return _params_of(tuple(type(term) for term in self.terms()))
+
     def __call__(self, t, T: Temperature, args: PyTree) -> Temperature:
         params = args
         return self.tendency(T, params, t)
 
-    def tendency(self, T: Temperature, params: Params, t=None) -> Temperature:
+    def tendency(self, T: Temperature, params: AbstractParams, t=None) -> Temperature:
         """`dT/dt` at time `t` (years; needed by a seasonal insolation), K per year."""
         budget = self.energy_budget(T, params, t)
         return budget * SECONDS_PER_YEAR / self.heat_capacity(params, self.grid)
 
-    def transport_tendency(self, t, T: Temperature, params: Params) -> Temperature:
+    def transport_tendency(
+        self, t, T: Temperature, params: AbstractParams
+    ) -> Temperature:
         """The transport's part of `dT/dt`, K per year: the stiff, linear part that
         implicit-explicit solvers (`diffrax.KenCarp5`, `ebm.IMEXEuler`) treat
         implicitly. A diffrax vector field `(t, T, params)`."""
@@ -141,44 +166,44 @@ class EnergyBalanceModel(eqx.Module):
         heating = self.heat_convergence(T, params)
         return heating * SECONDS_PER_YEAR / self.heat_capacity(params, self.grid)
 
-    def local_tendency(self, t, T: Temperature, params: Params) -> Temperature:
+    def local_tendency(self, t, T: Temperature, params: AbstractParams) -> Temperature:
         """The rest of `dT/dt` (radiation and forcing, local in latitude), K per
         year: the part that implicit-explicit solvers treat explicitly. A diffrax
         vector field `(t, T, params)`."""
         budget = (
             self.absorbed_solar(T, params, t)
             - self.outgoing_longwave(T, params)
-            + params.forcing
+            + self.forcing(params, self.grid, t)
         )
         return budget * SECONDS_PER_YEAR / self.heat_capacity(params, self.grid)
 
-    def energy_budget(self, T: Temperature, params: Params, t=None) -> Flux:
+    def energy_budget(self, T: Temperature, params: AbstractParams, t=None) -> Flux:
         """Net heating of each cell, W m-2: absorbed solar - OLR + transport + F."""
         return (
             self.absorbed_solar(T, params, t)
             - self.outgoing_longwave(T, params)
             + self.heat_convergence(T, params)
-            + params.forcing
+            + self.forcing(params, self.grid, t)
         )
 
-    def absorbed_solar(self, T: Temperature, params: Params, t=None) -> Flux:
+    def absorbed_solar(self, T: Temperature, params: AbstractParams, t=None) -> Flux:
         """Absorbed solar radiation `(1 - albedo) Q` at time `t`, W m-2."""
         albedo = self.albedo(T, params, self.grid)
         return (1.0 - albedo) * self.insolation(params, self.grid, t)
 
-    def outgoing_longwave(self, T: Temperature, params: Params) -> Flux:
+    def outgoing_longwave(self, T: Temperature, params: AbstractParams) -> Flux:
         """Outgoing longwave radiation, W m-2."""
         return self.longwave(T, params, self.grid)
 
-    def heat_convergence(self, T: Temperature, params: Params) -> Flux:
+    def heat_convergence(self, T: Temperature, params: AbstractParams) -> Flux:
         """Heating by convergence of meridional heat transport, W m-2."""
         return self.transport.convergence(T, params, self.grid)
 
-    def heat_transport(self, T: Temperature, params: Params) -> EdgeValues:
+    def heat_transport(self, T: Temperature, params: AbstractParams) -> EdgeValues:
         """Northward heat transport through each cell bound, PW."""
         return self.transport.flux(T, params, self.grid)
 
-    def ice_edge(self, T: Temperature, params: Params) -> Scalar:
+    def ice_edge(self, T: Temperature, params: AbstractParams) -> Scalar:
         """Northern-hemisphere ice-edge latitude, degrees (see `ebm.ice_edge`)."""
         return ice_edge(T, params, self.grid)
 
@@ -187,28 +212,31 @@ class EnergyBalanceModel(eqx.Module):
         return self.grid.global_mean(field)
 
 
-# ebm's own terms of the energy budget: each is local in latitude or couples a cell
-# to its two neighbours (diffusion, the sub-grid ice fraction), so their Jacobians
-# are at most tridiagonal. Exact types only: a subclass may add anything.
-_TRIDIAGONAL_TERMS = frozenset(
-    (
-        P2Insolation,
-        AnnualMeanInsolation,
-        DailyInsolation,
-        SmoothIceAlbedo,
-        SubgridIceAlbedo,
-        PrescribedAlbedo,
-        LinearLongwave,
-        DiffusiveTransport,
-    )
-)
+@functools.cache
+def _params_of(terms: tuple[type, ...]) -> type[AbstractParams]:
+    parameters, constraints = declarations_of(terms)
+    known = set(Params.field_names())
+    for parameter in parameters:
+        if parameter.name in known and Params.declaration(parameter.name) != parameter:
+            raise ValueError(
+                f"A term declares parameter `{parameter.name}` as {parameter}, but "
+                f"ebm declares it as {Params.declaration(parameter.name)}: give "
+                "yours another name."
+            )
+    new = tuple(p for p in parameters if p.name not in known)
+    added = tuple(c for c in constraints if c not in Params.constraints)
+    if not new and not added:
+        return Params
+    return params_class("Params", new, added, base=Params)
 
 
 def has_tridiagonal_jacobian(model: EnergyBalanceModel) -> bool:
     """Whether the energy budget's Jacobian is tridiagonal by construction: the
-    model and each of its terms are ebm's own classes (not subclasses), so the
-    Jacobian's probed tridiagonal part is the whole of it."""
+    model is ebm's own class and each of its terms' classes declares itself
+    `tridiagonal` (a subclass that does not say so again may couple anything), so
+    the Jacobian's probed tridiagonal part is the whole of it."""
     terms = (model.insolation, model.albedo, model.longwave, model.transport)
     return type(model) is EnergyBalanceModel and all(
-        type(term) in _TRIDIAGONAL_TERMS for term in terms
+        type(term).__dict__.get("tridiagonal", False)
+        for term in (*terms, model.forcing)
     )

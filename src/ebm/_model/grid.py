@@ -19,7 +19,7 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, Float
 
-from ._custom_types import EdgeValues, Scalar
+from .._custom_types import EdgeValues, Scalar
 
 
 class Grid(eqx.Module):

@@ -20,7 +20,7 @@ def _failure(result) -> str | None:
     code = getattr(result, "result", None)
     if code is None:
         return None
-    from ._results import RESULTS
+    from .._results import RESULTS
 
     failed = ~np.asarray(code == RESULTS.successful)
     if not failed.any():
@@ -348,8 +348,8 @@ def plot_seasonal_cycle(cycle, params=None, path=None, *, title=None):
 
     The matplotlib figure.
     """
-    from ._constants import DAYS_PER_YEAR
-    from ._params import Params
+    from .._constants import DAYS_PER_YEAR
+    from .._model.params import Params
 
     freezing = float((Params() if params is None else params).Tf)
     plt = _pyplot()
@@ -430,7 +430,7 @@ def plot_trajectory(trajectory, params=None, path=None):
 
     - `ValueError`: if the run saved no times.
     """
-    from ._params import Params
+    from .._model.params import Params
 
     if trajectory.Ts is None:
         raise ValueError(

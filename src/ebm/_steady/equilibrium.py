@@ -38,19 +38,23 @@ import numpy as np
 import optimistix as optx
 from jaxtyping import Array, Bool, Float, Int
 
-from ._checks import check_count
-from ._custom_types import Scalar, Temperature
-from ._grid import Grid
-from ._model import EnergyBalanceModel, has_tridiagonal_jacobian, present_day_profile
-from ._params import Params
-from ._physics.insolation import legendre_p2
-from ._pseudo_transient import PseudoTransientContinuation
-from ._results import RESULTS, nan_unless_successful
-from ._tridiagonal import (
+from .._checks import check_count
+from .._custom_types import Scalar, Temperature
+from .._model.grid import Grid
+from .._model.model import (
+    EnergyBalanceModel,
+    has_tridiagonal_jacobian,
+    present_day_profile,
+)
+from .._model.params import Params
+from .._numerics.pseudo_transient import PseudoTransientContinuation
+from .._numerics.tridiagonal import (
     ProbedTridiagonal,
     TridiagonalPreconditionedGMRES,
     probe_tridiagonal,
 )
+from .._physics.insolation import legendre_p2
+from .._results import RESULTS, nan_unless_successful
 
 
 STARTS = ("present", "warm", "cold")

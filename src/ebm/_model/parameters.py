@@ -1,0 +1,462 @@
+r"""Parameters, declared by the physical terms that use them.
+
+A term of the energy budget (`ebm.AbstractLongwave` and the other bases) lists its
+parameters once, as `ebm.Parameter` declarations in its class attribute
+`parameters`. Each one holds the parameter's name, default, units (UDUNITS),
+allowed range, the transform `ebm.fit` optimises it in, and a long name. Parameters
+of several terms that depend on each other (the ice-free albedo `a0 + a2 P2` must
+stay in [0, 1]) are an `ebm.Constraint`, listed in `constraints`.
+
+Everything else is derived from those declarations:
+
+- the parameter container, an `equinox.Module` with one float64 leaf per parameter,
+    which `jax.grad`, `jax.jacfwd` and `jax.vmap` reach. `ebm.Params` holds the
+    parameters of all of ebm's own terms. A model with a term of its own gets
+    `model.Params`, which adds that term's parameters to them (see
+    `ebm.EnergyBalanceModel.Params`);
+- the checks: a `ValueError` at construction with the value, and `Params.check`
+    inside jit with the same words;
+- `ebm.fit`'s transforms to unconstrained coordinates;
+- the names that `ebm.sweep`, `ebm.ensemble` and `ebm.sensitivity` take, the CLI's
+    flags and their help, the netCDF attributes with units, and the docs' table.
+
+Why one flat container of named parameters, and not one sub-Module per term: the
+names users already know (`params.D`, `ebm.sweep(D=...)`, `ebm --D 0.3`) stay as
+they are, and a parameter that two terms share (`S0` enters every insolation; `Tf`
+both albedos and `ebm.ice_edge`) is one leaf, with one gradient. Two terms may
+declare the same name only with the same declaration.
+"""
+
+import dataclasses
+import functools
+from collections.abc import Callable, Sequence
+from typing import ClassVar, Literal
+
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jaxtyping import Array, Bool
+
+from .._custom_types import Scalar
+
+
+TRANSFORMS = ("none", "log", "logit")
+"""How `ebm.fit` maps a parameter to an unconstrained coordinate: itself, the
+logarithm of its distance from its lower end (parameters with a lower end), or the
+log-odds of its position between its two ends (parameters with both)."""
+
+
+def _number(x: float) -> str:
+    return f"{x:g}"
+
+
+@dataclasses.dataclass(frozen=True)
+class Parameter:
+    """One physical parameter, declared by the term that uses it.
+
+    **Arguments:**
+
+    - `name`: the field name in the parameter container (`params.name`), a Python
+        identifier.
+    - `default`: the default value.
+    - `units`: UDUNITS units, as written to netCDF (`"1"` if dimensionless).
+    - `long_name`: what it is, in a few words (CLI help, netCDF, docs).
+    - `lower`, `upper`: the allowed range's ends, or `None` for no end.
+    - `lower_open`, `upper_open`: whether each end is excluded (`> 0` instead of
+        `>= 0`).
+    - `note`: words added to the range in messages ("a closed orbit").
+    - `transform`: `"log"`, `"logit"` or `"none"`: the coordinate `ebm.fit` moves
+        the parameter in, so that it stays in its range: `log(x - lower)` (needs
+        `lower`), `log((x - lower) / (upper - x))` (needs both ends), or `x`.
+
+    Every parameter must also be finite.
+    """
+
+    name: str
+    default: float
+    units: str
+    long_name: str
+    lower: float | None = None
+    upper: float | None = None
+    lower_open: bool = False
+    upper_open: bool = False
+    note: str = ""
+    transform: Literal["none", "log", "logit"] = "none"
+
+    def __post_init__(self):
+        if not self.name.isidentifier():
+            raise ValueError(
+                f"Parameter `name` must be a Python identifier, got {self.name!r}."
+            )
+        if self.transform not in TRANSFORMS:
+            raise ValueError(
+                f"Parameter {self.name!r}: `transform` must be one of {TRANSFORMS}, "
+                f"got {self.transform!r}."
+            )
+        if self.transform == "log" and (self.lower is None or self.upper is not None):
+            raise ValueError(
+                f"Parameter {self.name!r}: the log transform needs a `lower` end and "
+                f"no `upper` one, got [{self.lower}, {self.upper}]."
+            )
+        if self.transform == "logit" and (self.lower is None or self.upper is None):
+            raise ValueError(
+                f"Parameter {self.name!r}: the logit transform needs both ends, got "
+                f"[{self.lower}, {self.upper}]."
+            )
+        if not np.isfinite(self.default) or not self.contains(self.default):
+            raise ValueError(
+                f"Parameter {self.name!r}: the default {self.default} is not "
+                f"{self.allowed}."
+            )
+
+    @property
+    def allowed(self) -> str:
+        """The allowed range, in words: `">= 0 W m-2"`, `"in [0, 1)"`."""
+        units = "" if self.units == "1" else f" {self.units}"
+        if self.lower is None and self.upper is None:
+            text = "finite"
+        elif self.upper is None:
+            text = f"{'>' if self.lower_open else '>='} {_number(self.lower)}{units}"
+        elif self.lower is None:
+            text = f"{'<' if self.upper_open else '<='} {_number(self.upper)}{units}"
+        else:
+            text = (
+                f"in {'(' if self.lower_open else '['}{_number(self.lower)}, "
+                f"{_number(self.upper)}{')' if self.upper_open else ']'}{units}"
+            )
+        return f"{text}, {self.note}" if self.note else text
+
+    def contains(self, x):
+        """Whether `x` is in the range (elementwise, traceable; finiteness apart)."""
+        ok = True
+        if self.lower is not None:
+            ok = ok & ((x > self.lower) if self.lower_open else (x >= self.lower))
+        if self.upper is not None:
+            ok = ok & ((x < self.upper) if self.upper_open else (x <= self.upper))
+        return ok
+
+    def to_unconstrained(self, value):
+        """The optimiser's coordinate of `value` under `transform`."""
+        if self.transform == "log":
+            return jnp.log(value - self.lower)
+        if self.transform == "logit":
+            fraction = (value - self.lower) / (self.upper - self.lower)
+            return jnp.log(fraction) - jnp.log1p(-fraction)
+        return value
+
+    def from_unconstrained(self, coordinate):
+        """The inverse of `to_unconstrained`."""
+        if self.transform == "log":
+            return self.lower + jnp.exp(coordinate)
+        if self.transform == "logit":
+            return self.lower + (self.upper - self.lower) * jax.nn.sigmoid(coordinate)
+        return coordinate
+
+    def log_jacobian(self, coordinate):
+        """`log |d from_unconstrained / d coordinate|` (for densities)."""
+        if self.transform == "log":
+            return coordinate
+        if self.transform == "logit":
+            return (
+                jnp.log(self.upper - self.lower)
+                + jax.nn.log_sigmoid(coordinate)
+                + jax.nn.log_sigmoid(-coordinate)
+            )
+        return jnp.zeros_like(coordinate)
+
+
+@dataclasses.dataclass(frozen=True)
+class Constraint:
+    """A range that ties several parameters of one term together.
+
+    **Arguments:**
+
+    - `name`: the parameter the message names.
+    - `allowed`: what it must be, in words.
+    - `ok`: a traceable function of the `fields`' values, true where the range
+        holds.
+    - `fields`: the parameters `ok` takes, in order.
+    - `shown`: a function of the same values, giving the value to show in the
+        message (default: the last field's).
+    """
+
+    name: str
+    allowed: str
+    ok: Callable
+    fields: tuple[str, ...]
+    shown: Callable | None = None
+
+    def names(self) -> tuple[str, ...]:
+        return self.fields
+
+    def message(self, values) -> str:
+        shown = values[-1] if self.shown is None else self.shown(*values)
+        return f"`{self.name}` must be {self.allowed}, got {shown}."
+
+    def traced_message(self) -> str:
+        return (
+            f"`{self.name}` must be {self.allowed}; a value traced under "
+            "`jit`/`vmap`/`grad` (so it cannot be shown here) is not. Pass a value in "
+            "that range."
+        )
+
+
+def _isfinite(x):
+    return jnp.isfinite(x) if isinstance(x, jax.Array) else np.isfinite(x)
+
+
+def _range_of(parameter: Parameter, finite: bool) -> Constraint:
+    """A parameter's own range as a one-field constraint: finiteness, or its ends."""
+    if finite:
+        return Constraint(parameter.name, "finite", _isfinite, (parameter.name,))
+    return Constraint(
+        parameter.name, parameter.allowed, parameter.contains, (parameter.name,)
+    )
+
+
+def _float_array(x):
+    # A value that is not a real number is kept as given, so that `__check_init__`
+    # can refuse it with the parameter's name (a converter does not know it).
+    try:
+        if jnp.iscomplexobj(x):
+            return x
+        return jnp.asarray(x, dtype=float)
+    except (TypeError, ValueError):
+        return x
+
+
+def _concrete(x) -> np.ndarray | None:
+    """The value of `x` as numpy, or `None` when it is traced (inside jit or vmap)."""
+    if isinstance(x, jax.core.Tracer):
+        return None
+    return np.asarray(x)
+
+
+class AbstractParams(eqx.Module):
+    """A container of declared parameters: one float array field per `Parameter`.
+
+    Its final classes are made by `params_class` from declarations (`ebm.Params`,
+    and `model.Params` for a model with terms of its own); see the module docstring.
+
+    **Raises:**
+
+    - `ValueError`: at construction, for a value outside its declared range (every
+        parameter must be finite), a value that is not a real number, or an array
+        of more than one dimension (a 1-d array is a batch of members, see
+        `ebm.sweep`). Values traced under `jit`/`vmap`/`grad` are checked against
+        the same ranges by `check`, which every entry point calls.
+    """
+
+    declarations: ClassVar[tuple[Parameter, ...]] = ()
+    """Every parameter, in field order."""
+    constraints: ClassVar[tuple[Constraint, ...]] = ()
+    """The ranges that tie several parameters together."""
+    ranges: ClassVar[tuple[Constraint, ...]] = ()
+    """Every range checked, in order: each parameter's finiteness first (so that a
+    NaN is reported as such), then each one's own range, then the constraints."""
+
+    def __check_init__(self):
+        for name in self.field_names():
+            value = getattr(self, name)
+            if not isinstance(value, jax.Array):
+                raise ValueError(f"`{name}` must be a real scalar, got {value!r}.")
+            if value.ndim > 1:
+                raise ValueError(
+                    f"`{name}` must be a real scalar (or a 1-d batch of members, see "
+                    f"`ebm.sweep`), got shape {value.shape}."
+                )
+        for declared in self.ranges:
+            values = [_concrete(getattr(self, name)) for name in declared.names()]
+            if any(value is None for value in values):
+                continue  # traced: `check` tests it inside the entry point
+            if not np.all(declared.ok(*values)):
+                raise ValueError(declared.message(values))
+
+    def __getattr__(self, name: str):
+        # Reached only for a name that is not a field: say where parameters come from.
+        if name.startswith("__"):
+            raise AttributeError(name)
+        raise AttributeError(
+            f"{type(self).__name__} has no parameter `{name}`. Parameters come from "
+            "the model's terms: for a model with a term of your own, build them with "
+            "`model.Params(...)`. Known here: "
+            f"{', '.join(type(self).field_names())}."
+        )
+
+    def check(self):
+        """These parameters, with their ranges checked inside `jit`.
+
+        Construction checks concrete values; this checks the values that were
+        traced under the user's `jit`, `vmap` or `grad`, against the same ranges.
+        Every jitted entry point calls it first. It is transparent to
+        differentiation.
+
+        **Returns:**
+
+        `self`, with an `eqx.error_if` attached to every field.
+
+        **Raises:**
+
+        - `ValueError`: (while tracing) when a field is not a scalar (a batch of
+            parameters runs through `ebm.ensemble` or `jax.vmap`).
+        - `EquinoxRuntimeError`: when a value is outside its range; the message
+            names the parameter and the range.
+        """
+        for name in self.field_names():
+            shape = jnp.shape(getattr(self, name))
+            if shape != ():
+                raise ValueError(
+                    f"`{name}` must be a real scalar, got shape {shape}: run a batch "
+                    "of parameters with `ebm.ensemble` or `jax.vmap`."
+                )
+        failed = self._failed_ranges()
+        return eqx.branched_error_if(
+            self, jnp.any(failed), jnp.argmax(failed), _traced_messages(type(self))
+        )
+
+    def _failed_ranges(self) -> Bool[Array, " ranges"]:
+        return jnp.stack(
+            [
+                ~jnp.all(declared.ok(*(getattr(self, n) for n in declared.names())))
+                for declared in self.ranges
+            ]
+        )
+
+    def in_range(self) -> Bool[Array, ""]:
+        """Whether every parameter is in its declared range, traceably."""
+        return ~jnp.any(self._failed_ranges())
+
+    def out_of_range(self, name: str, value) -> str | None:
+        """What `name` must be, if these parameters with `name` set to `value`
+        (concrete) break a declared range; `None` if they do not, or if a value
+        involved is traced."""
+        for declared in self.ranges:
+            if name not in declared.names():
+                continue
+            values = [
+                _concrete(value) if field == name else _concrete(getattr(self, field))
+                for field in declared.names()
+            ]
+            if any(v is None for v in values):
+                continue
+            if not np.all(declared.ok(*values)):
+                return declared.allowed
+        return None
+
+    @classmethod
+    def field_names(cls) -> tuple[str, ...]:
+        """Names of every parameter, in declaration order."""
+        return tuple(parameter.name for parameter in cls.declarations)
+
+    @classmethod
+    def declaration(cls, name: str) -> Parameter:
+        """The declaration of parameter `name`.
+
+        **Raises:**
+
+        - `ValueError`: for a name that is not a parameter here.
+        """
+        for parameter in cls.declarations:
+            if parameter.name == name:
+                return parameter
+        raise ValueError(
+            f"`{name}` is not a parameter of {cls.__name__}; known: "
+            f"{', '.join(cls.field_names())}."
+        )
+
+    @classmethod
+    def allowed_range(cls, name: str) -> str:
+        """What parameter `name` must be, in words (every declared range of it)."""
+        return (
+            " and ".join(
+                declared.allowed
+                for declared in cls.ranges
+                if declared.name == name and declared.allowed != "finite"
+            )
+            or "finite"
+        )
+
+    @classmethod
+    def units(cls) -> dict[str, str]:
+        """Each parameter's units (UDUNITS), by name."""
+        return {parameter.name: parameter.units for parameter in cls.declarations}
+
+
+@functools.cache
+def _traced_messages(cls) -> tuple[str, ...]:
+    return tuple(declared.traced_message() for declared in cls.ranges)
+
+
+def merge(
+    declarations: Sequence[Parameter], owners: Sequence[str] | None = None
+) -> tuple[Parameter, ...]:
+    """`declarations` with repeats dropped, in first-seen order.
+
+    **Raises:**
+
+    - `ValueError`: when two declarations share a name but differ.
+    """
+    owners = ["a term"] * len(declarations) if owners is None else owners
+    seen: dict[str, tuple[Parameter, str]] = {}
+    for parameter, owner in zip(declarations, owners, strict=True):
+        if parameter.name not in seen:
+            seen[parameter.name] = (parameter, owner)
+        elif seen[parameter.name][0] != parameter:
+            first, first_owner = seen[parameter.name]
+            raise ValueError(
+                f"{owner} declares parameter `{parameter.name}` as {parameter}, but "
+                f"{first_owner} declares it as {first}: two terms can share a "
+                "parameter only with the same declaration; give yours another name."
+            )
+    return tuple(parameter for parameter, _ in seen.values())
+
+
+def _table(declarations: Sequence[Parameter]) -> str:
+    rows = "\n".join(
+        f"| `{p.name}` | {_number(p.default)} | {p.units} | {p.allowed} | "
+        f"{p.transform} | {p.long_name} |"
+        for p in declarations
+    )
+    return (
+        "| name | default | units | allowed | fit transform | meaning |\n"
+        "|---|---|---|---|---|---|\n" + rows
+    )
+
+
+def params_class(
+    name: str,
+    declarations: Sequence[Parameter],
+    constraints: Sequence[Constraint] = (),
+    base: type[AbstractParams] = AbstractParams,
+    doc: str = "",
+) -> type[AbstractParams]:
+    """A final parameter container with `base`'s parameters and `declarations`.
+
+    One float array field per new declaration (its default, converted to float64),
+    after `base`'s fields; its ranges and constraints are checked at construction
+    and by `check`. The docstring gets `doc` and the table of every parameter.
+    """
+    declarations = merge((*base.declarations, *declarations))
+    new = declarations[len(base.declarations) :]
+    constraints = (*base.constraints, *constraints)
+    namespace = {
+        "__annotations__": {p.name: Scalar for p in new},
+        **{p.name: eqx.field(default=p.default, converter=_float_array) for p in new},
+        "__module__": base.__module__ if base is not AbstractParams else "ebm",
+        "__doc__": f"{doc}\n\n{_table(declarations)}\n"
+        if doc
+        else _table(declarations),
+        "declarations": declarations,
+        "constraints": constraints,
+        "ranges": (
+            *(_range_of(p, finite=True) for p in declarations),
+            *(
+                _range_of(p, finite=False)
+                for p in declarations
+                if p.allowed != "finite"
+            ),
+            *constraints,
+        ),
+    }
+    return type(base)(name, (base,), namespace)
