@@ -6,6 +6,9 @@ resolve. Set `jax.config.update("jax_enable_x64", False)` after import to opt ou
 at your own risk.
 """
 
+# The imports follow the float64 switch, which must come first.
+# ruff: noqa: E402
+
 import importlib.metadata
 
 import jax
@@ -13,13 +16,13 @@ import jax
 
 jax.config.update("jax_enable_x64", True)
 
-from ._analysis.ensemble import (  # noqa: E402
+from ._analysis.ensemble import (
     Ensemble as Ensemble,
     EnsembleFailureWarning as EnsembleFailureWarning,
     ensemble as ensemble,
     sweep as sweep,
 )
-from ._analysis.fit import (  # noqa: E402
+from ._analysis.fit import (
     FitResult as FitResult,
     Hessian as Hessian,
     Sensitivity as Sensitivity,
@@ -27,12 +30,12 @@ from ._analysis.fit import (  # noqa: E402
     hessian as hessian,
     sensitivity as sensitivity,
 )
-from ._edges.io import (  # noqa: E402
+from ._edges.io import (
     load as load,
     save as save,
     to_dataset as to_dataset,
 )
-from ._edges.plot import (  # noqa: E402
+from ._edges.plot import (
     plot_branch as plot_branch,
     plot_equilibrium as plot_equilibrium,
     plot_fit as plot_fit,
@@ -42,76 +45,76 @@ from ._edges.plot import (  # noqa: E402
     plot_sensitivity as plot_sensitivity,
     plot_trajectory as plot_trajectory,
 )
-from ._model.grid import Grid as Grid  # noqa: E402
-from ._model.model import (  # noqa: E402
+from ._model.grid import Grid as Grid
+from ._model.model import (
     EnergyBalanceModel as EnergyBalanceModel,
     ice_edge as ice_edge,
     present_day_profile as present_day_profile,
 )
-from ._model.parameters import (  # noqa: E402
+from ._model.parameters import (
     AbstractParams as AbstractParams,
     Constraint as Constraint,
     Parameter as Parameter,
 )
-from ._model.params import Params as Params  # noqa: E402
-from ._numerics.pseudo_transient import (  # noqa: E402
+from ._model.params import Params as Params
+from ._numerics.pseudo_transient import (
     PseudoTransientContinuation as PseudoTransientContinuation,
 )
-from ._numerics.tridiagonal import (  # noqa: E402
+from ._numerics.tridiagonal import (
     ProbedTridiagonal as ProbedTridiagonal,
     TridiagonalPreconditionedGMRES as TridiagonalPreconditionedGMRES,
 )
-from ._physics.albedo import (  # noqa: E402
-    PrescribedAlbedo as PrescribedAlbedo,
-    SmoothIceAlbedo as SmoothIceAlbedo,
-    SubgridIceAlbedo as SubgridIceAlbedo,
-)
-from ._physics.base import (  # noqa: E402
+from ._physics.albedo.prescribed import PrescribedAlbedo as PrescribedAlbedo
+from ._physics.albedo.smooth import SmoothIceAlbedo as SmoothIceAlbedo
+from ._physics.albedo.subgrid import SubgridIceAlbedo as SubgridIceAlbedo
+from ._physics.base import (
     AbstractAlbedo as AbstractAlbedo,
     AbstractForcing as AbstractForcing,
+    AbstractHeatCapacity as AbstractHeatCapacity,
     AbstractInsolation as AbstractInsolation,
     AbstractLongwave as AbstractLongwave,
     AbstractTerm as AbstractTerm,
     AbstractTransport as AbstractTransport,
 )
-from ._physics.forcing import UniformForcing as UniformForcing  # noqa: E402
-from ._physics.heat_capacity import (  # noqa: E402
-    AbstractHeatCapacity as AbstractHeatCapacity,
+from ._physics.forcing.uniform import UniformForcing as UniformForcing
+from ._physics.heat_capacity.land_ocean import (
     LandOceanHeatCapacity as LandOceanHeatCapacity,
+)
+from ._physics.heat_capacity.mixed_layer import (
     MixedLayerHeatCapacity as MixedLayerHeatCapacity,
 )
-from ._physics.insolation import (  # noqa: E402
+from ._physics.insolation.annual_mean import (
     AnnualMeanInsolation as AnnualMeanInsolation,
-    DailyInsolation as DailyInsolation,
-    P2Insolation as P2Insolation,
 )
-from ._physics.longwave import LinearLongwave as LinearLongwave  # noqa: E402
-from ._physics.orbital import (  # noqa: E402
+from ._physics.insolation.daily import DailyInsolation as DailyInsolation
+from ._physics.insolation.orbital import (
     annual_mean_insolation as annual_mean_insolation,
     daily_insolation as daily_insolation,
     declination as declination,
     solar_longitude as solar_longitude,
 )
-from ._physics.transport import DiffusiveTransport as DiffusiveTransport  # noqa: E402
-from ._results import RESULTS as RESULTS  # noqa: E402
-from ._steady.continuation import (  # noqa: E402
+from ._physics.insolation.p2 import P2Insolation as P2Insolation
+from ._physics.longwave.linear import LinearLongwave as LinearLongwave
+from ._physics.transport.diffusive import DiffusiveTransport as DiffusiveTransport
+from ._results import RESULTS as RESULTS
+from ._steady.continuation import (
     Branch as Branch,
     Fold as Fold,
     continuation as continuation,
     fold as fold,
 )
-from ._steady.equilibrium import (  # noqa: E402
+from ._steady.equilibrium import (
     Equilibrium as Equilibrium,
     NearFoldWarning as NearFoldWarning,
     equilibrium as equilibrium,
 )
-from ._steady.seasonal import (  # noqa: E402
+from ._steady.seasonal import (
     SeasonalCycle as SeasonalCycle,
     periodic_equilibrium as periodic_equilibrium,
     seasonal_model as seasonal_model,
     seasonal_spinup as seasonal_spinup,
 )
-from ._stepping.checkpoint import (  # noqa: E402
+from ._stepping.checkpoint import (
     AbstractCheckpoint as AbstractCheckpoint,
     BinomialCheckpoint as BinomialCheckpoint,
     NestedCheckpoint as NestedCheckpoint,
@@ -119,17 +122,17 @@ from ._stepping.checkpoint import (  # noqa: E402
     RecursiveCheckpoint as RecursiveCheckpoint,
     StepCheckpoint as StepCheckpoint,
 )
-from ._stepping.integrate import (  # noqa: E402
+from ._stepping.integrate import (
     Trajectory as Trajectory,
     integrate as integrate,
     integrate_fixed as integrate_fixed,
 )
-from ._stepping.memory import (  # noqa: E402
+from ._stepping.memory import (
     CompiledMemory as CompiledMemory,
     compiled_memory as compiled_memory,
     memory_table as memory_table,
 )
-from ._stepping.stepper import (  # noqa: E402
+from ._stepping.stepper import (
     AbstractStepper as AbstractStepper,
     ExplicitEuler as ExplicitEuler,
     IMEXEuler as IMEXEuler,

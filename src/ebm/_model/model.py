@@ -34,20 +34,21 @@ from jaxtyping import Array, Float, PyTree
 
 from .._constants import SECONDS_PER_YEAR
 from .._custom_types import EdgeValues, Flux, Scalar, Temperature
-from .._physics.albedo import SubgridIceAlbedo
+from .._physics.albedo.subgrid import SubgridIceAlbedo
 from .._physics.base import (
     AbstractAlbedo,
     AbstractForcing,
+    AbstractHeatCapacity,
     AbstractInsolation,
     AbstractLongwave,
     AbstractTerm,
     AbstractTransport,
 )
-from .._physics.forcing import UniformForcing
-from .._physics.heat_capacity import AbstractHeatCapacity, MixedLayerHeatCapacity
-from .._physics.insolation import P2Insolation, legendre_p2
-from .._physics.longwave import LinearLongwave
-from .._physics.transport import DiffusiveTransport
+from .._physics.forcing.uniform import UniformForcing
+from .._physics.heat_capacity.mixed_layer import MixedLayerHeatCapacity
+from .._physics.insolation.p2 import P2Insolation, legendre_p2
+from .._physics.longwave.linear import LinearLongwave
+from .._physics.transport.diffusive import DiffusiveTransport
 from .grid import Grid
 from .parameters import AbstractParams, params_class
 from .params import Params, declarations_of

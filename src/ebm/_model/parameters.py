@@ -412,7 +412,8 @@ def merge(
     return tuple(parameter for parameter, _ in seen.values())
 
 
-def _table(declarations: Sequence[Parameter]) -> str:
+def table(declarations: Sequence[Parameter]) -> str:
+    """The declarations as a Markdown table (docstrings and the docs)."""
     rows = "\n".join(
         f"| `{p.name}` | {_number(p.default)} | {p.units} | {p.allowed} | "
         f"{p.transform} | {p.long_name} |"
@@ -444,9 +445,9 @@ def params_class(
         "__annotations__": {p.name: Scalar for p in new},
         **{p.name: eqx.field(default=p.default, converter=_float_array) for p in new},
         "__module__": base.__module__ if base is not AbstractParams else "ebm",
-        "__doc__": f"{doc}\n\n{_table(declarations)}\n"
+        "__doc__": f"{doc}\n\n{table(declarations)}\n"
         if doc
-        else _table(declarations),
+        else table(declarations),
         "declarations": declarations,
         "constraints": constraints,
         "ranges": (

@@ -5,15 +5,22 @@ Assembled from the declarations of the terms in `BUILTIN_TERMS` (see
 so that the two models can be compared one to one.
 """
 
+import inspect
+
 from .._constants import WATER_DENSITY, WATER_HEAT_CAPACITY
 from .._custom_types import Scalar
-from .._physics.albedo import PrescribedAlbedo, SmoothIceAlbedo, SubgridIceAlbedo
-from .._physics.forcing import UniformForcing
-from .._physics.heat_capacity import LandOceanHeatCapacity, MixedLayerHeatCapacity
-from .._physics.insolation import AnnualMeanInsolation, DailyInsolation, P2Insolation
-from .._physics.longwave import LinearLongwave
-from .._physics.transport import DiffusiveTransport
-from .parameters import merge, params_class
+from .._physics.albedo.prescribed import PrescribedAlbedo
+from .._physics.albedo.smooth import SmoothIceAlbedo
+from .._physics.albedo.subgrid import SubgridIceAlbedo
+from .._physics.forcing.uniform import UniformForcing
+from .._physics.heat_capacity.land_ocean import LandOceanHeatCapacity
+from .._physics.heat_capacity.mixed_layer import MixedLayerHeatCapacity
+from .._physics.insolation.annual_mean import AnnualMeanInsolation
+from .._physics.insolation.daily import DailyInsolation
+from .._physics.insolation.p2 import P2Insolation
+from .._physics.longwave.linear import LinearLongwave
+from .._physics.transport.diffusive import DiffusiveTransport
+from .parameters import merge, params_class, table
 
 
 BUILTIN_TERMS = (
@@ -47,36 +54,37 @@ def declarations_of(terms) -> tuple:
     return merge(parameters, owners), tuple(constraints)
 
 
-_DOC = """Physical parameters of the energy-balance model (defaults: climlab's `EBM`).
-
-Every field is a float64 array, so `jax.grad`, `jax.jacfwd` and `jax.vmap` reach
-each one; change one with `eqx.tree_at` or by constructing `Params(D=0.3)`. Each is
-declared by the term that uses it (its module gives the equation).
-
-`ice_width` is ebm's own: climlab's albedo is a step at `Tf`, which has no useful
-derivative. ebm blends the two albedos with `tanh((T - Tf) / ice_width)`, which tends
-to the step as `ice_width -> 0`. So is `forcing`: a uniform radiative forcing (3.7
-W m-2 for doubled CO2). The orbital parameters are used only by the orbital
-insolation terms (`ebm.DailyInsolation`, `ebm.AnnualMeanInsolation`); the default
-`P2Insolation` does not depend on them. `long_peri` follows climlab's convention:
-the Sun's longitude when the Earth is at perihelion, measured from the vernal
-equinox (281.37 degrees today: perihelion in early January).
-
-**Raises:**
-
-- `ValueError`: at construction, for a value outside its range (the table's
-    "allowed"; the ice-free albedo `a0 + a2 P2` must also stay in [0, 1] from
-    equator to pole), a value that is not a real number, or an array of more than
-    one dimension (a 1-d array is a batch of members, see `ebm.sweep`). Values
-    traced under `jit`/`vmap`/`grad` are checked against the same ranges by
-    `Params.check`, which every entry point calls."""
-
-
-_Declared = params_class("Params", *declarations_of(BUILTIN_TERMS), doc=_DOC)
+_Declared = params_class("Params", *declarations_of(BUILTIN_TERMS))
 
 
 class Params(_Declared):
-    __doc__ = _Declared.__doc__
+    """Physical parameters of the energy-balance model (defaults: climlab's `EBM`).
+
+    Every field is a float64 array, so `jax.grad`, `jax.jacfwd` and `jax.vmap` reach
+    each one; change one with `eqx.tree_at` or by constructing `Params(D=0.3)`. Each
+    is declared by the term that uses it, whose module gives the equation; the table
+    of names, defaults, units and ranges is `help(ebm.Params)` and the docs'
+    "The physics" page. A model with terms of its own has `model.Params`, a subclass
+    with their parameters added.
+
+    `ice_width` is ebm's own: climlab's albedo is a step at `Tf`, which has no
+    useful derivative. ebm blends the two albedos with `tanh((T - Tf) / ice_width)`,
+    which tends to the step as `ice_width -> 0`. So is `forcing`: a uniform radiative
+    forcing (3.7 W m-2 for doubled CO2). The orbital parameters are used only by the
+    orbital insolation terms (`ebm.DailyInsolation`, `ebm.AnnualMeanInsolation`); the
+    default `P2Insolation` does not depend on them. `long_peri` follows climlab's
+    convention: the Sun's longitude when the Earth is at perihelion, measured from
+    the vernal equinox (281.37 degrees today: perihelion in early January).
+
+    **Raises:**
+
+    - `ValueError`: at construction, for a value outside its range (the table's
+        "allowed"; the ice-free albedo `a0 + a2 P2` must also stay in [0, 1] from
+        equator to pole), a value that is not a real number, or an array of more
+        than one dimension (a 1-d array is a batch of members, see `ebm.sweep`).
+        Values traced under `jit`/`vmap`/`grad` are checked against the same ranges
+        by `Params.check`, which every entry point calls.
+    """
 
     @property
     def heat_capacity(self) -> Scalar:
@@ -84,6 +92,7 @@ class Params(_Declared):
         return WATER_DENSITY * WATER_HEAT_CAPACITY * self.water_depth
 
 
+Params.__doc__ = f"{inspect.cleandoc(Params.__doc__)}\n\n{table(Params.declarations)}\n"
 Params.__module__ = "ebm"
 Params.__qualname__ = "Params"
 

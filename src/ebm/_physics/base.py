@@ -18,6 +18,7 @@ import abc
 from typing import ClassVar
 
 import equinox as eqx
+from jaxtyping import Array, Float
 
 from .._custom_types import Flux, Temperature
 from .._model.grid import Grid
@@ -89,3 +90,11 @@ class AbstractForcing(AbstractTerm):
     @abc.abstractmethod
     def __call__(self, params: AbstractParams, grid: Grid, t=None) -> Flux:
         """The forcing on cell centres at time `t` (years), W m-2."""
+
+
+class AbstractHeatCapacity(AbstractTerm):
+    """Heat capacity of each cell's surface layer."""
+
+    @abc.abstractmethod
+    def __call__(self, params: AbstractParams, grid: Grid) -> Float[Array, " lat"]:
+        """Heat capacity on cell centres, J m-2 K-1."""

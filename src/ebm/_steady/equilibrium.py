@@ -53,7 +53,7 @@ from .._numerics.tridiagonal import (
     TridiagonalPreconditionedGMRES,
     probe_tridiagonal,
 )
-from .._physics.insolation import legendre_p2
+from .._physics.insolation.p2 import legendre_p2
 from .._results import RESULTS, nan_unless_successful
 
 

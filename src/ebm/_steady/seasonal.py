@@ -56,7 +56,7 @@ from .._custom_types import Scalar, Temperature
 from .._model.grid import Grid
 from .._model.model import EnergyBalanceModel
 from .._model.params import Params
-from .._physics.insolation import DailyInsolation
+from .._physics.insolation.daily import DailyInsolation
 from .._results import RESULTS
 from .._stepping.checkpoint import (
     BinomialCheckpoint,

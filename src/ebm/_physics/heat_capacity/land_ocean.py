@@ -1,24 +1,16 @@
-r"""Heat capacity of the surface, J m-2 K-1.
+r"""A mix of land and ocean in each cell.
 
-The model's temperature is that of a well-mixed layer; its heat capacity sets how
-fast it responds, not where it settles (equilibria do not depend on it, the seasonal
-cycle does). A column of water $h$ metres deep holds $C = \rho_w c_w h$.
+Each cell is a fraction $f_i$ land and $1 - f_i$ ocean, and its zonal-mean heat
+capacity is the area-weighted mix
 
-- `MixedLayerHeatCapacity` (the default, climlab's): one ocean mixed layer of depth
-    `water_depth` everywhere.
-- `LandOceanHeatCapacity`: each cell is a fraction $f_i$ land and $1 - f_i$ ocean,
-    and its zonal-mean heat capacity is the area-weighted mix
+$$C_i = \rho_w c_w\left((1 - f_i)\,h + f_i\,h_\text{land}\right),$$
 
-    $$C_i = \rho_w c_w\left((1 - f_i)\,h + f_i\,h_\text{land}\right),$$
-
-    with $h$ = `water_depth` for the ocean and $h_\text{land}$ the water-equivalent
-    depth of the land surface that exchanges heat over a season (of order a metre).
-    Land warms and cools several times faster than a mixed layer, which is what
-    makes continental seasons large. (One temperature per cell: land and ocean
-    are assumed to exchange heat quickly within a latitude band.)
+with $h$ = `water_depth` for the ocean and $h_\text{land}$ the water-equivalent
+depth of the land surface that exchanges heat over a season (of order a metre).
+Land warms and cools several times faster than a mixed layer, which is what makes
+continental seasons large. (One temperature per cell: land and ocean are assumed to
+exchange heat quickly within a latitude band.)
 """
-
-import abc
 
 import equinox as eqx
 import jax
@@ -26,40 +18,11 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, Float
 
-from .._constants import WATER_DENSITY, WATER_HEAT_CAPACITY
-from .._model.grid import Grid
-from .._model.parameters import AbstractParams, Parameter
-from .base import AbstractTerm
-
-
-WATER_DEPTH = Parameter(
-    "water_depth",
-    10.0,
-    "m",
-    "depth of the water column that sets heat capacity",
-    lower=0.0,
-    lower_open=True,
-    transform="log",
-)
-
-
-class AbstractHeatCapacity(AbstractTerm):
-    """Heat capacity of each cell's surface layer."""
-
-    @abc.abstractmethod
-    def __call__(self, params: AbstractParams, grid: Grid) -> Float[Array, " lat"]:
-        """Heat capacity on cell centres, J m-2 K-1."""
-
-
-class MixedLayerHeatCapacity(AbstractHeatCapacity):
-    """An ocean mixed layer `params.water_depth` deep in every cell."""
-
-    parameters = (WATER_DEPTH,)
-
-    def __call__(self, params: AbstractParams, grid: Grid) -> Float[Array, " lat"]:
-        return jnp.full(
-            grid.n_lat, WATER_DENSITY * WATER_HEAT_CAPACITY * params.water_depth
-        )
+from ..._constants import WATER_DENSITY, WATER_HEAT_CAPACITY
+from ..._model.grid import Grid
+from ..._model.parameters import AbstractParams
+from ..base import AbstractHeatCapacity
+from .mixed_layer import WATER_DEPTH
 
 
 class LandOceanHeatCapacity(AbstractHeatCapacity):

@@ -9,10 +9,10 @@ sensitivity. It is ebm's own (climlab's `EBM` has none) and 0 by default.
 
 import jax.numpy as jnp
 
-from .._custom_types import Flux
-from .._model.grid import Grid
-from .._model.parameters import AbstractParams, Parameter
-from .base import AbstractForcing
+from ..._custom_types import Flux
+from ..._model.grid import Grid
+from ..._model.parameters import AbstractParams, Parameter
+from ..base import AbstractForcing
 
 
 FORCING = Parameter(

@@ -5,10 +5,10 @@ $$\mathrm{OLR} = A + B\,T,$$
 in W m-2 with $T$ in degC; $A$ is the emission at 0 degC, $B$ the longwave feedback.
 """
 
-from .._custom_types import Flux, Temperature
-from .._model.grid import Grid
-from .._model.parameters import AbstractParams, Parameter
-from .base import AbstractLongwave
+from ..._custom_types import Flux, Temperature
+from ..._model.grid import Grid
+from ..._model.parameters import AbstractParams, Parameter
+from ..base import AbstractLongwave
 
 
 A = Parameter("A", 210.0, "W m-2", "outgoing longwave radiation at 0 degC")

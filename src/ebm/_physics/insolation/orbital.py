@@ -48,8 +48,8 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, ArrayLike, Float
 
-from .._constants import DAYS_PER_YEAR
-from .._model.parameters import AbstractParams, Parameter
+from ..._constants import DAYS_PER_YEAR
+from ..._model.parameters import AbstractParams, Parameter
 
 
 ECCENTRICITY = Parameter(

@@ -34,11 +34,11 @@ latitude circle, $H = -2\pi a^2 F$ (W), reported in PW.
 
 import jax.numpy as jnp
 
-from .._constants import EARTH_RADIUS, PETAWATT
-from .._custom_types import EdgeValues, Flux, Temperature
-from .._model.grid import Grid
-from .._model.parameters import AbstractParams, Parameter
-from .base import AbstractTransport
+from ..._constants import EARTH_RADIUS, PETAWATT
+from ..._custom_types import EdgeValues, Flux, Temperature
+from ..._model.grid import Grid
+from ..._model.parameters import AbstractParams, Parameter
+from ..base import AbstractTransport
 
 
 D = Parameter(
