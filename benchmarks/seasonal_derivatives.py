@@ -32,7 +32,7 @@ from _machine import machine
 import ebm
 from ebm._numerics.tridiagonal import ProbedTridiagonal
 from ebm._steady.seasonal import _Year, seasonal_model
-from ebm._stepping.checkpoint import NoCheckpoint
+from ebm._stepping.checkpoints import NoCheckpoint
 from ebm._stepping.stepper import Rosenbrock2
 
 

@@ -111,7 +111,7 @@ from ._steady.seasonal import (  # noqa: E402
     seasonal_model as seasonal_model,
     seasonal_spinup as seasonal_spinup,
 )
-from ._stepping.checkpoint import (  # noqa: E402
+from ._stepping.checkpoints import (  # noqa: E402
     AbstractCheckpoint as AbstractCheckpoint,
     BinomialCheckpoint as BinomialCheckpoint,
     NestedCheckpoint as NestedCheckpoint,

@@ -744,7 +744,7 @@ def _seasonal(arguments) -> dict:
 def _memory(arguments) -> dict:
     from .._model.grid import Grid
     from .._model.model import EnergyBalanceModel
-    from .._stepping.checkpoint import resolve_checkpoint
+    from .._stepping.checkpoints import resolve_checkpoint
     from .._stepping.memory import memory_table
 
     params = _params(arguments)
