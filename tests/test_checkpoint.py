@@ -119,6 +119,43 @@ def test_explicit_stepper_above_its_limit_is_refused(params):
         ebm.integrate_fixed(params, dt=DT, steps=3, stepper="explicit")
 
 
+def test_unstable_step_message_gives_the_steppers_own_bound_and_remedy(params):
+    with pytest.raises(ValueError) as info:
+        ebm.integrate_fixed(params, dt=DT, steps=3, stepper="explicit")
+    assert ebm.ExplicitEuler.stability_bound in str(info.value)
+    assert ebm.ExplicitEuler.stability_alternative in str(info.value)
+
+    class NeverStable(ebm.AbstractStepper):
+        def init(self, model, params, T0, dt):
+            return None
+
+        def step(self, model, state, t, T, params, dt):
+            return T, None
+
+        def stability_limit(self, model, params, T0):
+            return jnp.asarray(1e-9)
+
+    # A stepper that states no facts of its own gets the base's.
+    with pytest.raises(ValueError, match="its `stability_limit`.* another stepper"):
+        ebm.integrate_fixed(params, dt=DT, steps=3, stepper=NeverStable())
+
+
+def test_steppers_are_known_by_their_own_names_and_tolerances():
+    from ebm._stepping.steppers import STEPPERS, resolve_stepper
+    from ebm._stepping.steppers.checks import resolve_error_tolerance
+
+    assert set(STEPPERS.values()) == {
+        ebm.ExplicitEuler,
+        ebm.IMEXEuler,
+        ebm.LinearlyImplicitEuler,
+        ebm.Rosenbrock2,
+    }
+    for name, stepper in STEPPERS.items():
+        assert type(resolve_stepper(name)) is stepper
+        tolerance = resolve_error_tolerance(None, stepper())
+        assert tolerance == (10.0 if stepper is ebm.Rosenbrock2 else 1.0)
+
+
 def test_steppers_converge_to_the_adaptive_solution(params):
     # First order: halving dt halves the error against the adaptive Kvaerno5 run.
     years = 1.0

@@ -129,7 +129,7 @@ from ._stepping.memory import (  # noqa: E402
     compiled_memory as compiled_memory,
     memory_table as memory_table,
 )
-from ._stepping.stepper import (  # noqa: E402
+from ._stepping.steppers import (  # noqa: E402
     AbstractStepper as AbstractStepper,
     ExplicitEuler as ExplicitEuler,
     IMEXEuler as IMEXEuler,

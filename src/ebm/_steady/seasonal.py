@@ -60,11 +60,11 @@ from .._physics.insolation import DailyInsolation
 from .._results import RESULTS
 from .._stepping.checkpoints import resolve_checkpoint, spellings
 from .._stepping.integrate import _fixed_step
-from .._stepping.stepper import (
+from .._stepping.steppers import resolve_stepper
+from .._stepping.steppers.checks import (
     check_stability,
     fixed_step_result,
     resolve_error_tolerance,
-    resolve_stepper,
     stability_limit,
 )
 from .equilibrium import initial_profile, resolve_model

@@ -56,12 +56,12 @@ from .._numerics.tridiagonal import ProbedTridiagonal
 from .._results import RESULTS, nan_unless_successful
 from .._steady.equilibrium import _known, initial_profile, resolve_model
 from .checkpoints import resolve_checkpoint, spellings
-from .stepper import (
+from .steppers import resolve_stepper
+from .steppers.checks import (
     accumulate_error,
     check_stability,
     fixed_step_result,
     resolve_error_tolerance,
-    resolve_stepper,
     stability_limit,
     step_with_error,
 )
