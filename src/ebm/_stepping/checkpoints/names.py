@@ -51,8 +51,8 @@ def spellings(*, text: bool = False, forward_mode: bool = False) -> str:
 
     **Arguments:**
 
-    - `text`: as the command line writes them (`binomial-CHECKPOINTS`), not as
-        Python values (`('binomial', checkpoints)`).
+    - `text`: as the command line writes them (`binomial[-CHECKPOINTS]`), not as
+        Python values (`'binomial', ('binomial', checkpoints)`).
     - `forward_mode`: only the schedules that forward mode goes through.
 
     **Returns:**
@@ -65,12 +65,12 @@ def spellings(*, text: bool = False, forward_mode: bool = False) -> str:
     for name, schedule in CHECKPOINTS.items():
         if forward_mode and not schedule.supports_forward_mode:
             continue
-        words.append(quote(name))
-        if schedule.size_field is not None:
-            if text:
-                words.append(f"{name}-{schedule.size_field.upper()}")
-            else:
-                words.append(f"({name!r}, {schedule.size_field})")
+        if schedule.size_field is None:
+            words.append(quote(name))
+        elif text:
+            words.append(f"{name}[-{schedule.size_field.upper()}]")
+        else:
+            words.extend((repr(name), f"({name!r}, {schedule.size_field})"))
         words.extend(quote(alias) for alias, _ in schedule.aliases)
     return ", ".join(words)
 

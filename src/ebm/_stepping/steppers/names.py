@@ -13,9 +13,9 @@ from .rosenbrock2 import Rosenbrock2
 
 STEPPERS: dict[str, type[AbstractStepper]] = {
     stepper.name: stepper
-    for stepper in (ExplicitEuler, IMEXEuler, LinearlyImplicitEuler, Rosenbrock2)
+    for stepper in (IMEXEuler, ExplicitEuler, LinearlyImplicitEuler, Rosenbrock2)
 }
-"""The steppers `stepper=` takes by name."""
+"""The steppers `stepper=` takes by name, the default (`"imex"`) first."""
 
 
 def resolve_stepper(stepper) -> AbstractStepper:
