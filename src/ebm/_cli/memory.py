@@ -70,6 +70,8 @@ def run(arguments) -> dict:
 
 
 def _memory_netcdf(rows, params, path) -> None:
+    """The table as CF netCDF: temporary memory and time by (schedule, steps), the
+    schedules' labels as a variable of the schedule index."""
     import numpy as np
     import xarray
 
