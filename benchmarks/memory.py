@@ -33,14 +33,6 @@ STEPS = (1_000, 4_000, 16_000, 64_000, 256_000, 1_000_000)
 ALBEDOS = {"subgrid": ebm.SubgridIceAlbedo(), "cell-centred": ebm.SmoothIceAlbedo()}
 
 
-def _schedule(name: str):
-    """`"binomial-8"` -> `("binomial", 8)`, `"recursive-default"` -> `"recursive"`."""
-    if name == "recursive-default":
-        return "recursive"
-    kind, _, count = name.partition("-")
-    return (kind, int(count)) if count else kind
-
-
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--steps", type=int, nargs="+", default=STEPS)
@@ -78,7 +70,7 @@ def main():
     measured = datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds")
     rows = ebm.memory_table(
         arguments.steps,
-        [_schedule(name) for name in arguments.schedules],
+        arguments.schedules,  # the labels are spellings integrate_fixed reads
         model=ebm.EnergyBalanceModel(albedo=ALBEDOS[arguments.albedo]),
         repeats=arguments.repeats,
         max_timed_bytes=int(arguments.max_gb * 1e9),

@@ -32,8 +32,8 @@ from _machine import machine
 import ebm
 from ebm._steady.equilibrium import initial_profile
 from ebm._steady.seasonal import _Year, seasonal_model
-from ebm._stepping.checkpoint import NoCheckpoint
-from ebm._stepping.stepper import Rosenbrock2
+from ebm._stepping.checkpoints import NoCheckpoint
+from ebm._stepping.steppers import Rosenbrock2
 
 
 RESULTS = pathlib.Path(__file__).parent / "results"

@@ -14,13 +14,19 @@ import numpy as np
 import pytest
 
 import ebm
-from ebm._stepping.checkpoint import (
+from ebm._stepping.checkpoints import (
+    CHECKPOINTS,
+    resolve_checkpoint,
+    schedule_name,
+)
+from ebm._stepping.checkpoints.binomial import (
     binomial_recomputations,
     binomial_spine,
-    chunk_sizes,
     split,
     static_split,
 )
+from ebm._stepping.checkpoints.nested import chunk_sizes
+from ebm._stepping.memory import DEFAULT_SCHEDULES
 from helpers import (
     assert_gradient_matches_fd,
     finite_difference,
@@ -111,6 +117,43 @@ def test_explicit_stepper_below_its_limit_matches_finite_differences(params):
 def test_explicit_stepper_above_its_limit_is_refused(params):
     with pytest.raises(ValueError, match="`dt` = .* ExplicitEuler's stability limit"):
         ebm.integrate_fixed(params, dt=DT, steps=3, stepper="explicit")
+
+
+def test_unstable_step_message_gives_the_steppers_own_bound_and_remedy(params):
+    with pytest.raises(ValueError) as info:
+        ebm.integrate_fixed(params, dt=DT, steps=3, stepper="explicit")
+    assert ebm.ExplicitEuler.stability_bound in str(info.value)
+    assert ebm.ExplicitEuler.stability_alternative in str(info.value)
+
+    class NeverStable(ebm.AbstractStepper):
+        def init(self, model, params, T0, dt):
+            return None
+
+        def step(self, model, state, t, T, params, dt):
+            return T, None
+
+        def stability_limit(self, model, params, T0):
+            return jnp.asarray(1e-9)
+
+    # A stepper that states no facts of its own gets the base's.
+    with pytest.raises(ValueError, match="its `stability_limit`.* another stepper"):
+        ebm.integrate_fixed(params, dt=DT, steps=3, stepper=NeverStable())
+
+
+def test_steppers_are_known_by_their_own_names_and_tolerances():
+    from ebm._stepping.steppers import STEPPERS, resolve_stepper
+    from ebm._stepping.steppers.checks import resolve_error_tolerance
+
+    assert set(STEPPERS.values()) == {
+        ebm.ExplicitEuler,
+        ebm.IMEXEuler,
+        ebm.LinearlyImplicitEuler,
+        ebm.Rosenbrock2,
+    }
+    for name, stepper in STEPPERS.items():
+        assert type(resolve_stepper(name)) is stepper
+        tolerance = resolve_error_tolerance(None, stepper())
+        assert tolerance == (10.0 if stepper is ebm.Rosenbrock2 else 1.0)
 
 
 def test_steppers_converge_to_the_adaptive_solution(params):
@@ -281,6 +324,66 @@ def test_schedules_take_pytree_states_and_mixed_arguments(schedule):
     assert tree_allclose(actual, expected, rtol=1e-12)
 
 
+# --- The schedules by name ----------------------------------------------------
+
+
+def _every_spelling():
+    """Each name, alias and sized spelling (as a tuple and as both texts) of every
+    schedule in the table, with the class and size it stands for."""
+    for name, schedule in CHECKPOINTS.items():
+        yield name, schedule, None
+        for alias, size in schedule.aliases:
+            yield alias, schedule, size
+        if schedule.size_field is not None:
+            for spelling in ((name, 3), f"{name}-3", f"{name}:3"):
+                yield spelling, schedule, 3
+
+
+@pytest.mark.parametrize("spelling, schedule, size", list(_every_spelling()), ids=str)
+def test_every_spelling_resolves_and_its_label_reads_back(spelling, schedule, size):
+    resolved = resolve_checkpoint(spelling)
+    assert type(resolved) is schedule
+    if size is not None:
+        assert getattr(resolved, schedule.size_field) == size
+    assert resolve_checkpoint(schedule_name(spelling)) == resolved
+
+
+def test_unknown_schedule_names_every_spelling():
+    with pytest.raises(ValueError, match="`checkpoint` must be") as info:
+        resolve_checkpoint("revolve")
+    for spelling, schedule, _ in _every_spelling():
+        if isinstance(spelling, str) and "-" not in spelling and ":" not in spelling:
+            assert repr(spelling) in str(info.value)
+        if schedule.size_field is not None:
+            assert f"({schedule.name!r}, {schedule.size_field})" in str(info.value)
+
+
+def test_default_schedules_cover_every_schedule_and_keep_their_labels():
+    kinds = {type(resolve_checkpoint(spelling)) for spelling in DEFAULT_SCHEDULES}
+    assert kinds == set(CHECKPOINTS.values())
+    labels = [schedule_name(spelling) for spelling in DEFAULT_SCHEDULES]
+    assert labels[:3] == ["none", "step", "sqrt"]
+    assert "binomial-8" in labels and "recursive-default" in labels
+    assert len(set(labels)) == len(labels)
+
+
+@pytest.mark.parametrize("schedule", list(CHECKPOINTS.values()), ids=repr)
+def test_supports_forward_mode_says_whether_jvp_goes_through(schedule):
+    def final(rate):
+        def step(index, x, args):
+            del index
+            return x - 0.1 * args * x
+
+        return jnp.sum(schedule().loop(step, jnp.ones(3), rate, 5))
+
+    if schedule.supports_forward_mode:
+        _, tangent = jax.jvp(final, (2.0,), (1.0,))
+        assert np.isclose(tangent, jax.grad(final)(2.0), rtol=1e-12)
+    else:
+        with pytest.raises(TypeError, match="jvp|forward-mode"):
+            jax.jvp(final, (2.0,), (1.0,))
+
+
 # --- Input checking --------------------------------------------------------------
 
 
@@ -295,6 +398,10 @@ def test_schedules_take_pytree_states_and_mixed_arguments(schedule):
         (dict(checkpoint=("binomial", 0)), "`checkpoints` must be an integer >= 1"),
         (dict(checkpoint=("binomial", True)), "`checkpoint` must be"),
         (dict(checkpoint=("recursive", 0)), "`checkpoints` must be None or an integer"),
+        (dict(checkpoint="binomial-x"), "`checkpoint` takes NAME or NAME-SIZE"),
+        (dict(checkpoint="binomial-0"), "`checkpoint` takes NAME or NAME-SIZE"),
+        (dict(checkpoint="sqrt-3"), "`checkpoint` must be"),
+        (dict(checkpoint="none-2"), "`checkpoint` must be"),
         (dict(dt=True), "`dt` must be positive and finite"),
         (dict(dt=np.float32(-0.01)), "`dt` must be positive and finite"),
         (dict(dt=jnp.asarray(-0.01)), "`dt` must be positive and finite"),

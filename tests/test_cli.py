@@ -72,6 +72,85 @@ def test_every_subcommand_has_help(capsys, command):
     assert "--json" in out and "--netcdf" in out and "--D X" in out
 
 
+def test_the_subcommands_are_the_modules_listed_once():
+    from ebm._cli.main import COMMANDS
+
+    assert list(COMMANDS) == SUBCOMMANDS
+    for name, command in COMMANDS.items():
+        assert command.NAME == name and command.__name__ == f"ebm._cli.{name}"
+        assert callable(command.add_parser) and callable(command.run)
+
+
+def _text_spellings():
+    """Every schedule spelling the library reads from text, from its table."""
+    from ebm._stepping.checkpoints import CHECKPOINTS
+
+    for name, schedule in CHECKPOINTS.items():
+        yield name
+        yield from (alias for alias, _ in schedule.aliases)
+        if schedule.size_field is not None:
+            yield from (f"{name}-3", f"{name}:3", f"{name}-default")
+
+
+@pytest.mark.parametrize("spelling", list(_text_spellings()))
+def test_run_checkpoint_takes_every_library_spelling(spelling):
+    from ebm._cli.main import _parser
+
+    arguments = _parser().parse_args(["run", "--checkpoint", spelling])
+    assert arguments.checkpoint == spelling
+
+
+def test_run_help_lists_every_schedule_and_a_bad_one_is_a_usage_error(capsys):
+    from ebm._stepping.checkpoints import CHECKPOINTS
+
+    with pytest.raises(SystemExit):
+        main(["run", "--help"])
+    out = " ".join(capsys.readouterr().out.split())
+    for name, schedule in CHECKPOINTS.items():
+        assert name in out
+        assert all(alias in out for alias, _ in schedule.aliases)
+    with pytest.raises(SystemExit) as info:
+        main(["run", "--checkpoint", "revolve"])
+    assert info.value.code == 2
+    err = capsys.readouterr().err
+    assert "--checkpoint" in err and "`checkpoint` must be" in err and _one_line(err)
+
+
+def test_name_choices_are_the_librarys_tables():
+    from ebm._analysis.fit import OUTPUTS
+    from ebm._cli.main import _parser
+    from ebm._steady.equilibrium import STARTS
+    from ebm._stepping.integrate import ADJOINTS
+    from ebm._stepping.steppers import STEPPERS
+
+    def choices(command, option):
+        subparsers = _parser()._subparsers._group_actions[0]
+        (action,) = (
+            action
+            for action in subparsers.choices[command]._actions
+            if option in action.option_strings
+        )
+        return list(action.choices)
+
+    assert choices("run", "--stepper") == list(STEPPERS)
+    assert choices("run", "--adjoint") == list(ADJOINTS)
+    assert choices("sensitivity", "--output") == list(OUTPUTS)
+    for command in ("equilibrium", "run", "sensitivity", "hysteresis"):
+        assert choices(command, "--start") == list(STARTS)
+
+
+def test_run_with_a_sized_schedule_gives_the_default_schedules_gradient(capsys):
+    argv = ["run", "--n-lat", "6", "--years", "1", "--dt", "0.05", "--no-plot"]
+    sized = _json(capsys, [*argv, "--checkpoint", "binomial-4"])
+    assert sized["method"] == "20 fixed imex steps, checkpoint binomial-4"
+    default = _json(capsys, argv)
+    assert default["method"].endswith("checkpoint sqrt")
+    for name, value in default["d_final_global_mean_d"].items():
+        assert sized["d_final_global_mean_d"][name] == pytest.approx(
+            value, rel=1e-10, abs=1e-14
+        )
+
+
 def _json(capsys, argv):
     assert main([*argv, "--json"]) == 0
     return json.loads(capsys.readouterr().out)
@@ -148,6 +227,7 @@ def test_fit_to_a_netcdf_target_and_scalar_sensitivity(capsys, tmp_path):
         (["run", "--dt", "0", "--no-plot"], 2, "`--dt` must be > 0"),
         (["run", "--years", "1", "--dt", "0.3", "--no-plot"], 2, "whole number"),
         (["memory", "--schedules", "binomial:x"], 2, "`--schedules` takes NAME"),
+        (["memory", "--schedules", "binomial-0"], 2, "`--schedules` takes NAME"),
         (["memory", "--schedules", "zigzag", "--no-plot"], 2, "`checkpoint`"),
         (["equilibrium", "--netcdf", "/no/such/folder/x.nc"], 2, "folder"),
         (["hysteresis", "--parameter", "D", "--no-plot"], 2, "`--stop` is needed"),

@@ -114,7 +114,7 @@ from ._steady.seasonal import (
     seasonal_model as seasonal_model,
     seasonal_spinup as seasonal_spinup,
 )
-from ._stepping.checkpoint import (
+from ._stepping.checkpoints import (
     AbstractCheckpoint as AbstractCheckpoint,
     BinomialCheckpoint as BinomialCheckpoint,
     NestedCheckpoint as NestedCheckpoint,
@@ -132,7 +132,7 @@ from ._stepping.memory import (
     compiled_memory as compiled_memory,
     memory_table as memory_table,
 )
-from ._stepping.stepper import (
+from ._stepping.steppers import (
     AbstractStepper as AbstractStepper,
     ExplicitEuler as ExplicitEuler,
     IMEXEuler as IMEXEuler,

@@ -58,17 +58,13 @@ from .._model.model import EnergyBalanceModel
 from .._model.params import Params
 from .._physics.insolation.daily import DailyInsolation
 from .._results import RESULTS
-from .._stepping.checkpoint import (
-    BinomialCheckpoint,
-    RecursiveCheckpoint,
-    resolve_checkpoint,
-)
+from .._stepping.checkpoints import resolve_checkpoint, spellings
 from .._stepping.integrate import _fixed_step
-from .._stepping.stepper import (
+from .._stepping.steppers import resolve_stepper
+from .._stepping.steppers.checks import (
     check_stability,
     fixed_step_result,
     resolve_error_tolerance,
-    resolve_stepper,
     stability_limit,
 )
 from .equilibrium import initial_profile, resolve_model
@@ -98,11 +94,11 @@ def _resolve_model(model, grid) -> EnergyBalanceModel:
 def _resolve_year(stepper, checkpoint, steps_per_year):
     check_count("steps_per_year", steps_per_year, 4)
     checkpoint = resolve_checkpoint(checkpoint)
-    if isinstance(checkpoint, (BinomialCheckpoint, RecursiveCheckpoint)):
+    if not checkpoint.supports_forward_mode:
         raise ValueError(
             f"checkpoint={type(checkpoint).__name__} supports reverse mode only; "
             "Newton-Krylov shooting needs the year's forward-mode derivative: use "
-            "'none' (default), 'step', 'sqrt' or ('nested', levels)."
+            f"{spellings(forward_mode=True)} ('none' is the default)."
         )
     return resolve_stepper(stepper), checkpoint
 

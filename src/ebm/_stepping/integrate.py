@@ -55,13 +55,13 @@ from .._model.params import Params
 from .._numerics.tridiagonal import ProbedTridiagonal
 from .._results import RESULTS, nan_unless_successful
 from .._steady.equilibrium import _known, initial_profile, resolve_model
-from .checkpoint import resolve_checkpoint
-from .stepper import (
+from .checkpoints import resolve_checkpoint, spellings
+from .steppers import resolve_stepper
+from .steppers.checks import (
     accumulate_error,
     check_stability,
     fixed_step_result,
     resolve_error_tolerance,
-    resolve_stepper,
     stability_limit,
     step_with_error,
 )
@@ -560,8 +560,10 @@ def integrate_fixed(
         second order), or an `ebm.AbstractStepper`.
     - `checkpoint`: the reverse-mode schedule: `"none"`, `"step"`, `"sqrt"`
         (default), `("nested", levels)`, `("binomial", checkpoints)`, `"recursive"`
-        or `("recursive", checkpoints)` (diffrax's `RecursiveCheckpointAdjoint`), or
-        an `ebm.AbstractCheckpoint` (e.g. with a `policy=`).
+        or `("recursive", checkpoints)` (diffrax's `RecursiveCheckpointAdjoint`),
+        the same as text (`"binomial-8"`), or an `ebm.AbstractCheckpoint` (e.g. with
+        a `policy=`); the names are those of
+        `ebm._stepping.checkpoints.CHECKPOINTS`.
     - `error_tolerance`: the largest estimated error allowed, K (`inf` turns the
         check off). Default: 1 for the Euler steppers, whose estimates track their
         error; 10 for `"rosenbrock"`, whose estimate (its embedded first-order
@@ -609,7 +611,7 @@ def integrate_fixed(
             raise ValueError(
                 f"checkpoint={type(checkpoint).__name__} supports reverse mode "
                 "(jax.grad, jax.vjp) only; for forward mode (jax.jvp, jax.jacfwd) "
-                "use checkpoint='none', 'step', 'sqrt' or ('nested', k)."
+                f"use checkpoint={spellings(forward_mode=True)}."
             ) from error
         raise
 

@@ -30,6 +30,7 @@ import jax
 import numpy as np
 
 from .._model.params import Params
+from .checkpoints.names import default_schedules, schedule_name
 from .integrate import integrate_fixed
 
 
@@ -93,26 +94,10 @@ def compiled_memory(fn, *args, **kwargs) -> CompiledMemory:
     return CompiledMemory.of(jax.jit(call).lower(dynamic).compile())
 
 
-DEFAULT_SCHEDULES = (
-    "none",
-    "step",
-    "sqrt",
-    ("nested", 3),
-    ("nested", 4),
-    ("binomial", 8),
-    ("binomial", 32),
-    "recursive",
-    ("recursive", 8),
-)
-
-
-def schedule_name(checkpoint) -> str:
-    """A short label: `"sqrt"`, `"binomial-8"`, `"recursive-default"`, ..."""
-    if isinstance(checkpoint, tuple):
-        return f"{checkpoint[0]}-{checkpoint[1]}"
-    if checkpoint == "recursive":
-        return "recursive-default"
-    return str(checkpoint)
+DEFAULT_SCHEDULES = default_schedules()
+"""What `memory_table` measures by default: each schedule at the sizes its class asks
+for (`memory_table_sizes`): `"none"`, `"step"`, `"sqrt"`, `("nested", 3)`, ...,
+`("binomial", 8)`, ..., `"recursive"`, `("recursive", 8)`."""
 
 
 def _timed(compiled, params, repeats: int, max_seconds: float):

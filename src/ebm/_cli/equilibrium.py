@@ -1,0 +1,94 @@
+"""`ebm equilibrium`: the equilibrium from a start, its global mean, ice edge and the
+gradient of the global mean with respect to every parameter; plots T(lat)."""
+
+from . import common
+
+
+NAME = "equilibrium"
+
+
+def add_parser(subparsers) -> None:
+    """`ebm equilibrium` and its flags, on `subparsers`."""
+    from .._steady.equilibrium import STARTS
+
+    parser = subparsers.add_parser(
+        NAME,
+        help="equilibrium, its gradient, and a plot",
+        description=(
+            "Find the stable equilibrium reached from a start; print the global mean, "
+            "ice edge, and d(global mean)/d(parameter) for every parameter by "
+            "implicit differentiation; plot T(lat)."
+        ),
+    )
+    parser.add_argument(
+        "--start", default="present", choices=STARTS, help="branch (present)"
+    )
+    common.add_max_steps(parser, "root-finder iteration limit (256)")
+    parser.add_argument(
+        "--transport-plot",
+        metavar="FILE",
+        default=None,
+        help="also plot the northward heat transport",
+    )
+    common.add_common(parser, "equilibrium.png")
+
+
+def run(arguments) -> dict:
+    """The equilibrium, its gradient and plots, as a report."""
+    import jax
+
+    from .._model.model import EnergyBalanceModel
+    from .._steady.equilibrium import equilibrium
+
+    params, grid = common.setup(arguments)
+    model = EnergyBalanceModel(grid=grid)
+
+    limits = common.limits(arguments)
+
+    def global_mean(params):
+        return equilibrium(
+            params, model=model, start=arguments.start, **limits
+        ).global_mean
+
+    state = equilibrium(params, model=model, start=arguments.start, **limits)
+    gradient = jax.grad(global_mean)(params)
+    report = {
+        "n_lat": grid.n_lat,
+        "start": arguments.start,
+        "params": common.floats(params),
+        "global_mean_degC": float(state.global_mean),
+        "ice_edge_degN": float(state.ice_edge),
+        "stable": bool(state.stable),
+        "leading_eigenvalue_W_m2_K": float(state.leading_eigenvalue),
+        "residual_W_m2": float(state.residual),
+        "iterations": int(state.num_steps),
+        "d_global_mean_d": common.floats(gradient),
+    }
+    if arguments.transport_plot is not None:
+        from .._edges.plot import plot_heat_transport
+
+        plot_heat_transport(state, params, model, arguments.transport_plot)
+        report["transport_plot"] = arguments.transport_plot
+
+    def plot(path):
+        from .._edges.plot import plot_equilibrium
+
+        plot_equilibrium(state, params, path)
+
+    return common.finish(report, state, params, arguments, plot, model)
+
+
+def print_summary(report: dict) -> None:
+    """The report as text: the state, then the gradient, one parameter a line."""
+    print(
+        f"equilibrium from '{report['start']}' on {report['n_lat']} cells "
+        f"({'stable' if report['stable'] else 'UNSTABLE'}, "
+        f"{report['iterations']} iterations, residual {report['residual_W_m2']:.1e} "
+        "W m-2)"
+    )
+    print(f"  global mean temperature  {report['global_mean_degC']:10.4f} degC")
+    print(f"  ice edge                 {report['ice_edge_degN']:10.4f} degN")
+    print("  d(global mean)/d(parameter), implicit differentiation:")
+    for name, value in report["d_global_mean_d"].items():
+        marker = "  <- diffusivity" if name == "D" else ""
+        print(f"    d/d{name:<12s} {value: .8e}{marker}")

@@ -1,0 +1,57 @@
+"""`ebm seasonal`: the seasonal cycle (periodic steady state); Hovmoller plot."""
+
+from . import common
+
+
+NAME = "seasonal"
+
+
+def add_parser(subparsers) -> None:
+    """`ebm seasonal` and its flags, on `subparsers`."""
+    parser = subparsers.add_parser(
+        NAME,
+        help="the seasonal cycle (periodic steady state)",
+        description=(
+            "The periodic steady state of the model with daily insolation, by "
+            "Newton-Krylov shooting; print its diagnostics and plot it."
+        ),
+    )
+    parser.add_argument(
+        "--steps-per-year", type=int, default=365, help="equal steps, >= 4 (365)"
+    )
+    common.add_max_steps(parser, "Newton step limit of the shooting (32)")
+    common.add_common(parser, "seasonal_cycle.png")
+
+
+def run(arguments) -> dict:
+    """The cycle's diagnostics, and its plot."""
+    from .._steady.seasonal import periodic_equilibrium
+
+    params, grid = common.setup(arguments)
+    cycle = periodic_equilibrium(
+        params,
+        grid=grid,
+        steps_per_year=arguments.steps_per_year,
+        **common.limits(arguments),
+    )
+    report = {
+        "n_lat": grid.n_lat,
+        "steps_per_year": arguments.steps_per_year,
+        "params": common.floats(params),
+        "newton_steps": int(cycle.num_steps),
+        "residual_K": float(cycle.residual),
+        "annual_global_mean_degC": float(cycle.annual_global_mean),
+        "annual_mean_ice_edge_degN": float(cycle.annual_mean_ice_edge),
+        "ice_edge_range_degN": [
+            float(cycle.ice_edge.min()),
+            float(cycle.ice_edge.max()),
+        ],
+        "amplitude_K_north_pole": float(cycle.amplitude[-1]),
+    }
+
+    def plot(path):
+        from .._edges.plot import plot_seasonal_cycle
+
+        plot_seasonal_cycle(cycle, params, path)
+
+    return common.finish(report, cycle, params, arguments, plot)

@@ -1,0 +1,154 @@
+"""What a fixed-step run checks of its stepper: the step against the stability limit
+at the start, the step's error estimate added up over the run, and the run's result.
+
+The limits are checked at the start only; later in a run (the seasonal insolation
+moving over the ice edge) the error estimate is what notices a step gone wrong.
+"""
+
+import math
+
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from ..._custom_types import Scalar, Temperature
+from ..._model.model import EnergyBalanceModel
+from ..._model.params import Params
+from ..._results import RESULTS
+from .base import AbstractStepper
+
+
+ERROR_MEMORY = 1.0
+"""Years over which a step's error estimate is remembered (e-folding; see
+`accumulate_error`)."""
+
+
+def stability_advice(stepper: AbstractStepper) -> tuple[str, str]:
+    """What bounds `stepper`'s step (a formula) and the other stepper to use."""
+    return stepper.stability_bound, stepper.stability_alternative
+
+
+@eqx.filter_jit
+def stability_limit(
+    stepper: AbstractStepper, model: EnergyBalanceModel, params: Params, T0
+) -> Scalar:
+    """`stepper.stability_limit`, not differentiated (it only decides a check)."""
+    dynamic, static = eqx.partition((model, params, T0), eqx.is_inexact_array)
+    model, params, T0 = eqx.combine(jax.lax.stop_gradient(dynamic), static)
+    return stepper.stability_limit(model, params, T0)
+
+
+def check_stability(
+    stepper: AbstractStepper,
+    model: EnergyBalanceModel,
+    params: Params,
+    T0: Temperature,
+    dt,
+    throw: bool,
+    steps_per_year: int | None = None,
+) -> Scalar | None:
+    """`stepper`'s stability limit at `T0`, years, when it can be known now (else
+    `None`: a traced run finds it and reports `RESULTS.unstable_step`).
+
+    **Raises:**
+
+    - `ValueError` (with `throw`): when `dt` is above the limit, naming `dt` (or
+        `steps_per_year`, when given), its value, the limit, what sets it and the
+        fix.
+    """
+    leaves = jax.tree.leaves((model, params, T0, dt))
+    if any(isinstance(leaf, jax.core.Tracer) for leaf in leaves):
+        return None
+    # Evaluated now: inside a caller's jit a jnp operation would otherwise be traced.
+    with jax.ensure_compile_time_eval():
+        limit = stability_limit(stepper, model, params, T0)
+    if not throw or float(dt) <= float(limit):
+        return limit
+    dt, limit = float(dt), float(limit)
+    formula, alternative = stability_advice(stepper)
+    name = type(stepper).__name__
+    where = f"{name}'s stability limit here is {limit:.4g} years, {formula}"
+    if steps_per_year is None:
+        raise ValueError(
+            f"`dt` = {dt:.4g} years is unstable: {where}. Use `dt` <= {limit:.4g} "
+            f"years, or {alternative}."
+        )
+    raise ValueError(
+        f"`steps_per_year` = {steps_per_year} (dt = {dt:.4g} years) is unstable: "
+        f"{where}. Use `steps_per_year` >= {math.ceil(1.0 / limit)}, or "
+        f"{alternative}."
+    )
+
+
+def resolve_error_tolerance(error_tolerance, stepper: AbstractStepper):
+    """`error_tolerance`, or the stepper's default for `None`.
+
+    **Raises:**
+
+    - `ValueError`: unless it is a positive number, K (`inf` turns the check off).
+    """
+    if error_tolerance is None:
+        return default_error_tolerance(stepper)
+    valid = not isinstance(error_tolerance, bool)
+    if valid and not isinstance(error_tolerance, jax.core.Tracer):
+        value = np.asarray(error_tolerance)
+        valid = (
+            value.shape == ()
+            and np.issubdtype(value.dtype, np.number)
+            and bool(value > 0)
+        )
+    if not valid:
+        raise ValueError(
+            "`error_tolerance` must be None or a positive number of K (inf to turn "
+            f"the check off), got {error_tolerance!r}."
+        )
+    return error_tolerance
+
+
+def fixed_step_result(
+    finite, step_error, unstable, error_tolerance, otherwise=RESULTS.successful
+) -> RESULTS:
+    """The result of a fixed-step run, the likeliest cause first: a step above the
+    stability limit, then a non-finite state, then an error estimate (the largest
+    of `accumulate_error`'s, K) above `error_tolerance` (NaN counts as above), else
+    `otherwise`."""
+    inaccurate = jnp.logical_not(step_error <= error_tolerance)
+    result = RESULTS.where(inaccurate, RESULTS.inaccurate_step, otherwise)
+    result = RESULTS.where(finite, result, RESULTS.nonfinite_state)
+    return RESULTS.where(unstable, RESULTS.unstable_step, result)
+
+
+def step_with_error(stepper, model, state, t, T, params, dt):
+    """`stepper.step`, and its error estimate (zero if it has none), not
+    differentiated."""
+    output = stepper.step(model, state, t, T, params, dt)
+    if not (isinstance(output, tuple) and len(output) == 2):
+        raise TypeError(
+            f"{type(stepper).__name__}.step must return a pair (new T, local error "
+            "estimate or None), as ebm.AbstractStepper.step documents; got "
+            f"{type(output).__name__}."
+        )
+    T_next, error = output
+    if error is None:
+        return T_next, jnp.zeros_like(T)
+    return T_next, jax.lax.stop_gradient(error)
+
+
+def accumulate_error(error, local_error, dt):
+    """The run's estimated error in each cell, K, after a step with `local_error`.
+
+    Each cell's local errors are added with their signs, as the true error adds
+    them (over a seasonal cycle, a first-order step's errors change sign with the
+    curvature of `T` and largely cancel), and forgotten over `ERROR_MEMORY` (a
+    year; the model forgets a perturbation on its relaxation time `C / B`, 0.66
+    years for a 10 m mixed layer). For the Euler steppers this tracks the error of
+    the run itself (within a factor of two on the seasonal model).
+    """
+    return error * jnp.exp(-dt / ERROR_MEMORY) + local_error
+
+
+def default_error_tolerance(stepper: AbstractStepper) -> float:
+    """`error_tolerance`'s default, K: the stepper's own (10 for `Rosenbrock2`,
+    whose estimate overstates its error; 1 for the Euler steppers)."""
+    return stepper.default_error_tolerance
