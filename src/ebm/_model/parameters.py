@@ -368,13 +368,8 @@ class AbstractParams(eqx.Module):
     @classmethod
     def allowed_range(cls, name: str) -> str:
         """What parameter `name` must be, in words (every declared range of it)."""
-        return (
-            " and ".join(
-                declared.allowed
-                for declared in cls.ranges
-                if declared.name == name and declared.allowed != "finite"
-            )
-            or "finite"
+        return " and ".join(
+            declared.allowed for declared in cls.ranges if declared.name == name
         )
 
     @classmethod
