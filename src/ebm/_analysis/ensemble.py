@@ -263,7 +263,7 @@ class Ensemble(eqx.Module):
     def num_members(self) -> int:
         return int(self.ok.shape[0])
 
-    def _values(self, name: str) -> np.ndarray:
+    def _member_values(self, name: str) -> np.ndarray:
         if self.gradient is not None:
             for parameter in type(self.gradient).field_names():
                 if name == f"d_{self.output}_d_{parameter}":
@@ -280,7 +280,7 @@ class Ensemble(eqx.Module):
         return np.asarray(getattr(self.result, name))
 
     def _succeeded(self, name: str) -> np.ndarray:
-        values = self._values(name)[np.asarray(self.ok)]
+        values = self._member_values(name)[np.asarray(self.ok)]
         if values.shape[0] == 0:
             raise ValueError(
                 f"No member succeeded, so `{name}` has no statistics: "
@@ -370,14 +370,20 @@ def _checked(path, leaf) -> bool:
     return _name(path) not in _NOT_CHECKED and np.issubdtype(leaf.dtype, np.floating)
 
 
+def _one_member(tree, index: int, count: int):
+    """Member `index` of a batched pytree, each leaf a 0-d array (as `RESULTS[...]`
+    wants of an item, to give its message)."""
+    return jax.tree.map(lambda x: np.asarray(np.asarray(x).reshape(count)[index]), tree)
+
+
 def _reasons(result, gradient, count: int) -> dict[int, str]:
     """Why each member failed: its result code, and which outputs are not finite."""
     codes: dict[int, str] = {}
     code = getattr(result, "result", None)
     if isinstance(code, RESULTS):
-        values = np.asarray(code._value).reshape(count)
-        for member in np.flatnonzero(values != RESULTS.successful._value):
-            codes[int(member)] = RESULTS._index_to_message[int(values[member])]
+        failed = np.asarray(code != RESULTS.successful).reshape(count)
+        for member in np.flatnonzero(failed):
+            codes[int(member)] = RESULTS[_one_member(code, int(member), count)]
     nonfinite: dict[tuple[int, str], list[str]] = {}
     for kind, tree in (("outputs", result), ("gradient", gradient)):
         for path, leaf in jax.tree_util.tree_flatten_with_path(tree)[0]:

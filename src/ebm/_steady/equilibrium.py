@@ -146,11 +146,13 @@ def _known(x):
     and `jacfwd`), else `None` (inside `jit`)."""
     if not isinstance(x, jax.core.Tracer):
         return x
-    try:
-        from jax._src.core import to_concrete_value
-    except ImportError:
-        return None
-    return to_concrete_value(x)
+    # JAX has no public API that reads a traced value that is known (`jax.core` is
+    # outside its compatibility policy, and `jax.core.is_concrete` is deprecated).
+    # `Tracer.to_concrete_value` is what `bool(x)` and `int(x)` use, reached without
+    # importing `jax._src`; should a later JAX drop it, nothing is known here: no
+    # warning (and `integrate` takes its budget for traced runs), no error.
+    to_concrete_value = getattr(x, "to_concrete_value", None)
+    return None if to_concrete_value is None else to_concrete_value()
 
 
 class Equilibrium(eqx.Module):
