@@ -7,6 +7,8 @@ on the extended system (`extended.py`). `continuation` runs eagerly, as the numb
 of points is known only at the end; `fold` is one compiled program.
 """
 
+from typing import NoReturn
+
 import equinox as eqx
 import jax
 import jax.numpy as jnp
@@ -16,30 +18,37 @@ import optimistix as optx
 from ..._model.grid import Grid
 from ..._model.model import EnergyBalanceModel
 from ..._model.params import Params
-from ..._results import RESULTS
+from ..._results import RESULTS, nan_unless_successful
 from ..equilibrium import resolve_model
-from .arguments import (
-    DEFAULT_CORRECTOR,
-    DEFAULT_FOLD_SOLVER,
-    as_arrays,
-    check_bounds,
-    check_parameter,
-    check_range,
-    setup,
-)
-from .extended import fold_guess, nan_unless_successful, refine_fold, refine_from_walk
+from .arguments import DEFAULT_CORRECTOR, DEFAULT_FOLD_SOLVER, setup, walk_arguments
+from .extended import fold_guess, refine_fold, refine_from_walk
 from .problem import Problem, with_parameter
 from .results import Branch, Fold
-from .walk import Walk, WalkSettings, walk_branch
+from .walk import NO_START, Walk, WalkSettings, walk_branch
+
+
+def _raise(message: str) -> NoReturn:
+    """A failed solve raises `EquinoxRuntimeError` from every entry point of ebm:
+    inside `jit` (`ebm.fold`, `ebm.equilibrium`) no other type can be raised, so
+    `continuation`, which runs eagerly, raises the same."""
+    raise eqx.EquinoxRuntimeError(message)
 
 
 @eqx.filter_jit
 def _continuation_walk(params, parameter, stop, bounds, start, grid, model, scale, s):
     params = params.check()
-    model, problem, y0, direction, bounds = setup(
+    _, problem, y0, direction, bounds, start_result = setup(
         params, parameter, stop, bounds, start, grid, model, scale
     )
-    walk = walk_branch(problem, y0, direction, bounds, s, stop_at_fold=False)
+    walk = walk_branch(
+        problem,
+        y0,
+        direction,
+        bounds,
+        s,
+        stop_at_fold=False,
+        start_result=start_result,
+    )
     return problem, walk, walk.result(stop_at_fold=False)
 
 
@@ -71,7 +80,7 @@ def continuation(
     Starts at the stable equilibrium of `params` reached from `start` (as
     `ebm.equilibrium`), walks towards `stop` by pseudo-arclength continuation, around
     any folds, until the parameter leaves `bounds`; then refines each fold passed.
-    See the module docstring for the method.
+    See `ebm._steady.continuation` for the method.
 
     **Arguments:**
 
@@ -97,8 +106,9 @@ def continuation(
     - `max_points`: the most points to store.
     - `fold_solver`, `fold_steps`: the root-finder for the extended fold system.
     - `save_profiles`: keep every point's temperature profile in `Branch.T`.
-    - `throw`: raise if the walk failed (step too small) or a fold did not converge;
-        if `False`, return with `result` (and each fold's `result`) set.
+    - `throw`: raise if the starting equilibrium was not found, the walk failed
+        (step too small) or a fold did not converge; if `False`, return with
+        `result` (and each fold's `result`) set.
 
     **Returns:**
 
@@ -109,14 +119,15 @@ def continuation(
 
     **Raises:**
 
-    - `ValueError`: for an unknown `parameter`, `stop` equal to the start, or
-        `bounds` that do not contain the start.
-    - `RuntimeError` (with `throw=True`): if the walk or a fold refinement failed.
-    - `EquinoxRuntimeError`: if the starting equilibrium cannot be found.
+    - `ValueError`: for an unknown `parameter`; `stop` not finite, equal to the
+        start or where `parameter` is out of its range; `bounds` that do not
+        contain the start or leave that range; `parameter_scale` <= 0; a walk
+        setting out of its range; an unknown `start`; or both `grid` and `model`.
+        The same argument is refused the same way by `ebm.fold`.
+    - `EquinoxRuntimeError` (a `RuntimeError`; with `throw=True`): if the starting
+        equilibrium was not found, the walk failed or a fold refinement did not
+        converge, as from `ebm.fold` and `ebm.equilibrium`.
     """
-    check_parameter(params, parameter)
-    check_bounds(getattr(params, parameter), stop, bounds, parameter_scale)
-    check_range(params, parameter, stop, bounds)
     settings = WalkSettings(
         step,
         min_step,
@@ -127,8 +138,8 @@ def continuation(
         corrector_steps,
         max_points,
     )
-    stop, bounds, parameter_scale = as_arrays(
-        getattr(params, parameter), stop, bounds, parameter_scale
+    stop, bounds, parameter_scale = walk_arguments(
+        params, parameter, stop, None, bounds, parameter_scale
     )
     problem, walk, result = _continuation_walk(
         params, parameter, stop, bounds, start, grid, model, parameter_scale, settings
@@ -143,8 +154,13 @@ def continuation(
     if not save_profiles:
         del fields["T"]
     host = jax.tree.map(lambda x: np.asarray(x)[:count], fields)
+    if throw and walk.status == NO_START:
+        _raise(
+            f"Continuation in {parameter}: the starting equilibrium at {parameter} "
+            f"= {float(host['values'][0])} was not found: {RESULTS[result]}"
+        )
     if throw and result == RESULTS.step_too_small:
-        raise RuntimeError(
+        _raise(
             f"Continuation in {parameter} failed at {parameter} = "
             f"{float(host['values'][-1])} after {count} points: {RESULTS[result]}"
         )
@@ -156,7 +172,7 @@ def continuation(
             problem, walk, jnp.asarray(index), settings, fold_solver, fold_steps
         )
         if throw and refined.result != RESULTS.successful:
-            raise RuntimeError(
+            _raise(
                 f"The fold near {parameter} = {float(host['values'][index])} did not "
                 f"converge: {RESULTS[refined.result]}"
             )
@@ -250,8 +266,9 @@ def fold(
         the guess's, walk (`stop=`), or follow the fold by small steps.
         Give `stop` or `guess`.
     - `fold_solver`, `fold_steps`: the root-finder for the extended system.
-    - `throw`: raise if no fold was found or the extended system did not converge;
-        if `False`, return with `result` set.
+    - `throw`: raise if the starting equilibrium was not found, the walk failed, no
+        fold was found or the extended system did not converge; if `False`, return
+        with `result` set and every float output NaN (their derivatives too).
 
     **Returns:**
 
@@ -259,29 +276,14 @@ def fold(
 
     **Raises:**
 
-    - `ValueError`: for an unknown `parameter`, or neither/both of `stop` and `guess`.
-    - `ValueError`: for `stop`, `bounds` or `parameter_scale` as for
-        `ebm.continuation` (checked at once where the values are concrete, and by
-        an `EquinoxRuntimeError` inside `jit`).
-    - `EquinoxRuntimeError` (with `throw=True`): no fold before the branch left
-        `bounds`, the walk failed, or the extended system did not converge.
+    - `ValueError`: for neither or both of `stop` and `guess`, a `guess` in another
+        parameter, and every argument that `ebm.continuation` refuses, the same
+        way (inside `jit`, where `stop`, `bounds` or `parameter_scale` is traced,
+        they are checked by an `EquinoxRuntimeError`).
+    - `EquinoxRuntimeError` (a `RuntimeError`; with `throw=True`): the starting
+        equilibrium was not found, the walk failed, no fold before the branch left
+        `bounds`, or the extended system did not converge.
     """
-    check_parameter(params, parameter)
-    if (stop is None) == (guess is None):
-        raise ValueError(
-            "Give `ebm.fold` either `stop` (to walk) or `guess`, not both."
-        )
-    if guess is not None and guess.parameter != parameter:
-        raise ValueError(
-            f"`guess` is a fold in {guess.parameter!r}, but `parameter` is "
-            f"{parameter!r}."
-        )
-    if guess is None:
-        check_bounds(getattr(params, parameter), stop, bounds, parameter_scale)
-        check_range(params, parameter, stop, bounds)
-    stop, bounds, parameter_scale = as_arrays(
-        getattr(params, parameter), stop, bounds, parameter_scale
-    )
     settings = WalkSettings(
         step,
         min_step,
@@ -291,6 +293,9 @@ def fold(
         corrector,
         corrector_steps,
         max_points,
+    )
+    stop, bounds, parameter_scale = walk_arguments(
+        params, parameter, stop, guess, bounds, parameter_scale
     )
     return _fold(
         params,
@@ -328,10 +333,18 @@ def _fold(
     params = params.check()
     if guess is None:
         frozen = jax.lax.stop_gradient(params)
-        model, problem, y0, direction, bounds = setup(
+        model, problem, y0, direction, bounds, start_result = setup(
             frozen, parameter, stop, bounds, start, grid, model, parameter_scale
         )
-        walk = walk_branch(problem, y0, direction, bounds, settings, stop_at_fold=True)
+        walk = walk_branch(
+            problem,
+            y0,
+            direction,
+            bounds,
+            settings,
+            stop_at_fold=True,
+            start_result=start_result,
+        )
         index = jnp.maximum(walk.count - 2, 0)
         T, v, value, side = fold_guess(problem, walk, index, settings)
         walked = walk.result(stop_at_fold=True)
@@ -347,4 +360,5 @@ def _fold(
     result = RESULTS.where(walked == RESULTS.successful, refined.result, walked)
     if throw:
         refined = result.error_if(refined, result != RESULTS.successful)
-    return nan_unless_successful(eqx.tree_at(lambda f: f.result, refined, result))
+    refined = eqx.tree_at(lambda f: f.result, refined, result)
+    return nan_unless_successful(result, refined, params)

@@ -23,7 +23,7 @@ import optimistix as optx
 
 from ..._model.model import EnergyBalanceModel
 from ..._model.params import Params
-from ..._results import RESULTS
+from ..._results import RESULTS, nan_unless_successful
 from .problem import Problem, row_scale, with_parameter
 from .results import Fold
 from .walk import Walk, WalkSettings
@@ -139,15 +139,6 @@ def refine_fold(
     )
 
 
-def nan_unless_successful(fold: Fold) -> Fold:
-    """`fold` with NaN for every float output if it failed: the values where the
-    solver stopped are not a fold, and must not read as one."""
-    failed = fold.result != RESULTS.successful
-    dynamic, static = eqx.partition(fold, eqx.is_inexact_array)
-    dynamic = jax.tree.map(lambda x: jnp.where(failed, jnp.nan, x), dynamic)
-    return eqx.combine(dynamic, static)
-
-
 @eqx.filter_jit
 def refine_from_walk(
     problem: Problem,
@@ -170,4 +161,4 @@ def refine_from_walk(
         solver,
         max_steps,
     )
-    return nan_unless_successful(fold)
+    return nan_unless_successful(fold.result, fold, problem.params)

@@ -32,7 +32,7 @@ from .problem import Problem
 
 
 # Codes of the walk's `status`.
-RUNNING, LEFT_BOUNDS, STEP_TOO_SMALL, MAX_POINTS, FOLD = range(5)
+RUNNING, LEFT_BOUNDS, STEP_TOO_SMALL, MAX_POINTS, FOLD, NO_START = range(6)
 
 
 class WalkSettings(eqx.Module):
@@ -97,10 +97,12 @@ class Walk(eqx.Module):
     step: Float[Array, " points"]
     count: Int[Array, ""]
     status: Int[Array, ""]
+    start_result: RESULTS
 
     def result(self, stop_at_fold: bool) -> RESULTS:
         """How the walk ended, as a result code: successful when it reached what it
-        was walking to (a bound, or with `stop_at_fold` a fold)."""
+        was walking to (a bound, or with `stop_at_fold` a fold); the starting
+        equilibrium's failure when there was no start."""
         if stop_at_fold:
             ended = RESULTS.where(
                 self.status == FOLD, RESULTS.successful, RESULTS.no_fold
@@ -111,9 +113,10 @@ class Walk(eqx.Module):
                 RESULTS.successful,
                 RESULTS.max_steps_reached,
             )
-        return RESULTS.where(
+        ended = RESULTS.where(
             self.status == STEP_TOO_SMALL, RESULTS.step_too_small, ended
         )
+        return RESULTS.where(self.status == NO_START, self.start_result, ended)
 
 
 class _WalkState(eqx.Module):
@@ -123,8 +126,11 @@ class _WalkState(eqx.Module):
     h: Scalar
 
 
-def _start(problem: Problem, y0, direction, settings: WalkSettings) -> _WalkState:
-    """The walk's slots, holding the start `y0` and its tangent along `direction`."""
+def _start(
+    problem: Problem, y0, direction, settings: WalkSettings, start_result: RESULTS
+) -> _WalkState:
+    """The walk's slots, holding the start `y0` and its tangent along `direction`;
+    ended at once where the starting equilibrium was not found."""
     start_tangent = problem.tangent(
         y0, jnp.zeros_like(y0).at[-1].set(jnp.asarray(direction, y0.dtype))
     )
@@ -139,7 +145,8 @@ def _start(problem: Problem, y0, direction, settings: WalkSettings) -> _WalkStat
         .set(problem.leading_eigenvalue(y0)),
         step=jnp.zeros(settings.max_points, y0.dtype),
         count=jnp.array(1),
-        status=jnp.array(RUNNING),
+        status=jnp.where(start_result == RESULTS.successful, RUNNING, NO_START),
+        start_result=start_result,
     )
     return _WalkState(walk, y0, start_tangent, jnp.asarray(settings.step, y0.dtype))
 
@@ -206,6 +213,7 @@ def _store(problem: Problem, walk: Walk, y, new_y, new_t, accept) -> Walk:
         step=walk.step.at[index].set(problem.norm(new_y - y)),
         count=walk.count + 1,
         status=walk.status,
+        start_result=walk.start_result,
     )
     return jax.tree.map(lambda a, b: jnp.where(accept, a, b), stored, walk)
 
@@ -247,9 +255,11 @@ def walk_branch(
     bounds,
     settings: WalkSettings,
     stop_at_fold: bool,
+    start_result: RESULTS,
 ) -> Walk:
     """Walk the branch from `y0` in `direction` (+1/-1 in mu) until it leaves
-    `bounds` (or, with `stop_at_fold`, passes a fold)."""
+    `bounds` (or, with `stop_at_fold`, passes a fold). `start_result` is the
+    starting equilibrium's: if it failed, the walk does not start."""
     low, high = bounds
     mu_bounds = (
         (low - problem.origin) / problem.scale,
@@ -279,5 +289,5 @@ def walk_branch(
             new_h,
         )
 
-    state = _start(problem, y0, direction, settings)
+    state = _start(problem, y0, direction, settings, start_result)
     return jax.lax.while_loop(cond, body, state).walk
