@@ -50,6 +50,7 @@ from .._model.params import Params
 from .._numerics.pseudo_transient import PseudoTransientContinuation
 from .._numerics.tridiagonal import (
     ProbedTridiagonal,
+    TridiagonalMatrix,
     TridiagonalPreconditionedGMRES,
     probe_tridiagonal,
 )
@@ -197,6 +198,17 @@ class Equilibrium(eqx.Module):
         return self.result == RESULTS.successful
 
 
+def budget_and_jacobian(
+    model: EnergyBalanceModel, params: Params, T: Temperature
+) -> tuple[Temperature, TridiagonalMatrix]:
+    """The energy budget at `T` (W m-2) and the tridiagonal part of its Jacobian
+    (W m-2 K-1, from three Jacobian-vector products): the diagnostics of a state,
+    not differentiated."""
+    T, params = jax.lax.stop_gradient((T, params))
+    budget, linear = jax.linearize(lambda x: model.energy_budget(x, params), T)
+    return budget, probe_tridiagonal(linear, T.shape[0], T.dtype)
+
+
 def _energy_budget(T, args):
     model, params = args
     return model.energy_budget(T, params)
@@ -292,11 +304,7 @@ def _equilibrium(params, model, T0, solver, adjoint, max_steps, throw):
         throw=False,
     )
     T = solution.value
-    T_frozen, params_frozen = jax.lax.stop_gradient((T, params))
-    budget, linear = jax.linearize(
-        lambda x: model.energy_budget(x, params_frozen), T_frozen
-    )
-    jacobian = probe_tridiagonal(linear, grid.n_lat, T.dtype)
+    budget, jacobian = budget_and_jacobian(model, params, T)
     leading_eigenvalue = jacobian.leading_eigenvalue()
     condition_number = jnp.abs(jacobian.lowest_eigenvalue()) / jnp.abs(
         leading_eigenvalue

@@ -24,7 +24,7 @@ from jaxtyping import Array, Float
 from ..._custom_types import Scalar
 from ..._model.model import EnergyBalanceModel
 from ..._model.params import Params
-from ..._numerics.tridiagonal import probe_tridiagonal
+from ..equilibrium import budget_and_jacobian
 
 
 def with_parameter(params: Params, parameter: str, value) -> Params:
@@ -40,9 +40,7 @@ def row_scale(model: EnergyBalanceModel, params: Params, T) -> Float[Array, " la
     diagonal, the floor is `eps |T|` on every grid, so one tolerance in kelvin
     serves all resolutions. The root is unchanged. Not differentiated.
     """
-    T, params = jax.lax.stop_gradient((T, params))
-    _, linear = jax.linearize(lambda x: model.energy_budget(x, params), T)
-    diagonal = probe_tridiagonal(linear, T.shape[0], T.dtype).diagonal
+    diagonal = budget_and_jacobian(model, params, T)[1].diagonal
     return 1.0 / jnp.maximum(jnp.abs(diagonal), jnp.finfo(T.dtype).tiny)
 
 
@@ -100,6 +98,5 @@ class Problem(eqx.Module):
         return solution.value, ok
 
     def leading_eigenvalue(self, y):
-        params = self.params_at(y[-1])
-        _, linear = jax.linearize(lambda T: self.model.energy_budget(T, params), y[:-1])
-        return probe_tridiagonal(linear, y.shape[0] - 1, y.dtype).leading_eigenvalue()
+        _, jacobian = budget_and_jacobian(self.model, self.params_at(y[-1]), y[:-1])
+        return jacobian.leading_eigenvalue()
