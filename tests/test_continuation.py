@@ -1,3 +1,6 @@
+import inspect
+
+import equinox as eqx
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -296,7 +299,7 @@ def test_walk_into_an_invalid_parameter_is_refused_by_name():
     with pytest.raises(ValueError, match=r"`bounds` reaches D = -0.1.*>= 0"):
         ebm.fold(ebm.Params(), "D", stop=0.3, bounds=(-0.1, 1.0), grid=ebm.Grid(6))
     # Traced, the same range is checked inside jit.
-    with pytest.raises(Exception, match="`D` is finite and >= 0"):
+    with pytest.raises(Exception, match="`D` is >= 0"):
         jax.jit(
             lambda stop: ebm.fold(ebm.Params(), "D", stop=stop, grid=ebm.Grid(6)).value
         )(-0.5)
@@ -309,6 +312,84 @@ def test_failed_fold_returns_nan_not_the_solver_state():
     assert quiet.result == ebm.RESULTS.no_fold
     for name in ("value", "T", "null_vector", "global_mean", "ice_edge", "residual"):
         assert bool(jnp.all(jnp.isnan(getattr(quiet, name)))), name
+    # Its derivatives are NaN too, as a failed equilibrium's are: they used to be
+    # zero, which reads as "insensitive".
+    gradient = jax.grad(
+        lambda p: ebm.fold(p, "S0", stop=1364.0, grid=ebm.Grid(12), throw=False).value
+    )(ebm.Params())
+    assert all(np.isnan(getattr(gradient, name)) for name in ("D", "B", "A"))
+
+
+# One bad argument each; `continuation` and `fold` must refuse it alike.
+_BAD_ARGUMENTS = [
+    ("S1", dict(stop=1000.0), "`parameter` must be one of"),
+    ("S0", dict(stop=1365.2), "`stop` must differ"),
+    ("S0", dict(stop=float("nan")), "`stop` must be finite"),
+    ("S0", dict(stop=1000.0, bounds=(1400.0, 1500.0)), "`bounds` must be"),
+    ("S0", dict(stop=1000.0, parameter_scale=0.0), "`parameter_scale` must be > 0"),
+    ("D", dict(stop=-0.5), r"`stop` reaches D = -0.5.*`D` must be >= 0"),
+    ("D", dict(stop=0.3, bounds=(-0.1, 1.0)), r"`bounds` reaches D = -0.1"),
+    ("S0", dict(stop=None), "Give either `stop`"),
+    ("S0", dict(stop=1000.0, start="tepid"), "`start` must be one of"),
+    ("S0", dict(stop=1000.0, model=ebm.EnergyBalanceModel()), "Pass `grid` or `model`"),
+]
+
+
+@pytest.mark.parametrize("parameter, arguments, message", _BAD_ARGUMENTS)
+def test_continuation_and_fold_refuse_a_bad_argument_alike(
+    parameter, arguments, message
+):
+    errors = []
+    for entry in (ebm.continuation, ebm.fold):
+        with pytest.raises(ValueError, match=message) as info:
+            entry(ebm.Params(), parameter, grid=ebm.Grid(6), **arguments)
+        errors.append(str(info.value))
+    assert errors[0] == errors[1]
+
+
+def test_continuation_and_fold_share_their_keywords():
+    """The walk's arguments are one set: the same names and defaults in both."""
+    continuation = inspect.signature(ebm.continuation).parameters
+    fold = inspect.signature(ebm.fold).parameters
+    shared = set(continuation) & set(fold)
+    assert shared >= {"bounds", "start", "parameter_scale", "step", "max_points"}
+    assert set(continuation) - shared == {"save_profiles"}
+    assert set(fold) - shared == {"guess"}
+    for name in shared - {"stop"}:  # `continuation` must be told where to go
+        assert continuation[name].default is fold[name].default, name
+
+
+def test_failed_start_is_reported_alike_by_continuation_and_fold():
+    # A start so far out that the equilibrium's root-find runs out of steps.
+    arguments = dict(stop=1000.0, grid=ebm.Grid(6), start=np.full(6, 1e300))
+    code = ebm.RESULTS.nonlinear_max_steps_reached
+    with pytest.raises(eqx.EquinoxRuntimeError, match="starting equilibrium"):
+        ebm.continuation(ebm.Params(), "S0", **arguments)
+    # With throw=False it used to raise all the same, from inside the start.
+    branch = ebm.continuation(ebm.Params(), "S0", throw=False, **arguments)
+    assert branch.result == code
+    assert branch.num_points == 1 and branch.folds == ()
+    assert bool(jnp.isnan(branch.global_mean[0]))
+    with pytest.raises(eqx.EquinoxRuntimeError, match="maximum number of steps"):
+        ebm.fold(ebm.Params(), "S0", **arguments)
+    quiet = ebm.fold(ebm.Params(), "S0", throw=False, **arguments)
+    assert quiet.result == code
+    assert bool(jnp.isnan(quiet.value))
+
+
+def test_failed_walk_raises_the_same_error_from_continuation_and_fold():
+    # One corrector iteration never converges: the step shrinks below min_step.
+    arguments = dict(
+        stop=1000.0, grid=ebm.Grid(6), corrector_steps=1, min_step=0.5
+    )  # fmt: skip
+    message = "fell below `min_step`"
+    # continuation raised a plain RuntimeError, fold an EquinoxRuntimeError.
+    with pytest.raises(eqx.EquinoxRuntimeError, match=message):
+        ebm.continuation(ebm.Params(), "S0", **arguments)
+    with pytest.raises(eqx.EquinoxRuntimeError, match=message):
+        ebm.fold(ebm.Params(), "S0", **arguments)
+    branch = ebm.continuation(ebm.Params(), "S0", throw=False, **arguments)
+    assert branch.result == ebm.RESULTS.step_too_small
 
 
 def test_traced_parameter_out_of_range_is_refused_by_fold():

@@ -49,6 +49,7 @@ import numpy as np
 from jax.sharding import Mesh, NamedSharding, PartitionSpec
 from jaxtyping import Array, Bool, PyTree
 
+from .._checks import check_count
 from .._model.params import Params
 from .._results import RESULTS, error_message
 
@@ -263,7 +264,7 @@ class Ensemble(eqx.Module):
     def num_members(self) -> int:
         return int(self.ok.shape[0])
 
-    def _values(self, name: str) -> np.ndarray:
+    def _member_values(self, name: str) -> np.ndarray:
         if self.gradient is not None:
             for parameter in type(self.gradient).field_names():
                 if name == f"d_{self.output}_d_{parameter}":
@@ -280,7 +281,7 @@ class Ensemble(eqx.Module):
         return np.asarray(getattr(self.result, name))
 
     def _succeeded(self, name: str) -> np.ndarray:
-        values = self._values(name)[np.asarray(self.ok)]
+        values = self._member_values(name)[np.asarray(self.ok)]
         if values.shape[0] == 0:
             raise ValueError(
                 f"No member succeeded, so `{name}` has no statistics: "
@@ -370,14 +371,20 @@ def _checked(path, leaf) -> bool:
     return _name(path) not in _NOT_CHECKED and np.issubdtype(leaf.dtype, np.floating)
 
 
+def _one_member(tree, index: int, count: int):
+    """Member `index` of a batched pytree, each leaf a 0-d array (as `RESULTS[...]`
+    wants of an item, to give its message)."""
+    return jax.tree.map(lambda x: np.asarray(np.asarray(x).reshape(count)[index]), tree)
+
+
 def _reasons(result, gradient, count: int) -> dict[int, str]:
     """Why each member failed: its result code, and which outputs are not finite."""
     codes: dict[int, str] = {}
     code = getattr(result, "result", None)
     if isinstance(code, RESULTS):
-        values = np.asarray(code._value).reshape(count)
-        for member in np.flatnonzero(values != RESULTS.successful._value):
-            codes[int(member)] = RESULTS._index_to_message[int(values[member])]
+        failed = np.asarray(code != RESULTS.successful).reshape(count)
+        for member in np.flatnonzero(failed):
+            codes[int(member)] = RESULTS[_one_member(code, int(member), count)]
     nonfinite: dict[tuple[int, str], list[str]] = {}
     for kind, tree in (("outputs", result), ("gradient", gradient)):
         for path, leaf in jax.tree_util.tree_flatten_with_path(tree)[0]:
@@ -401,7 +408,7 @@ def _mask(tree, ok: np.ndarray):
         leaf = np.asarray(leaf)
         if _name(path) in _COORDINATES:
             return jnp.asarray(leaf)
-        where = ok.reshape((-1,) + (1,) * (leaf.ndim - 1))
+        where = _along_members(ok, leaf.ndim)
         if np.issubdtype(leaf.dtype, np.floating):
             return jnp.asarray(np.where(where, leaf, np.nan))
         if leaf.dtype == np.bool_:
@@ -409,6 +416,69 @@ def _mask(tree, ok: np.ndarray):
         return jnp.asarray(leaf)
 
     return jax.tree_util.tree_map_with_path(mask, tree)
+
+
+def _along_members(ok: np.ndarray, ndim: int) -> np.ndarray:
+    """`ok` shaped to broadcast over the member axis of an array of `ndim` axes."""
+    return ok.reshape((-1,) + (1,) * (ndim - 1))
+
+
+class _Layout(eqx.Module):
+    """How the members lie on the mesh: every device holds the same number of whole
+    blocks, `shard_size` members; the padding past `count` repeats member 0 (valid
+    parameters), and blocks of padding alone are not computed."""
+
+    mesh: Mesh
+    count: int
+    block_size: int
+    shard_size: int
+
+    @property
+    def sharding(self) -> NamedSharding:
+        return NamedSharding(self.mesh, PartitionSpec("member"))
+
+    @property
+    def padded_count(self) -> int:
+        return self.shard_size * self.mesh.devices.size
+
+
+def _layout(mesh: Mesh, count: int, block_size: int) -> _Layout:
+    num_devices = mesh.devices.size
+    block_size = min(block_size, count)  # a property of the batch, not the devices
+    blocks_per_device = math.ceil(math.ceil(count / block_size) / num_devices)
+    return _Layout(mesh, count, block_size, blocks_per_device * block_size)
+
+
+def _place(params: Params, layout: _Layout) -> Params:
+    """The members, padded, as global arrays sharded over the mesh."""
+    padded = jax.tree.map(
+        lambda x: np.concatenate(
+            [x, np.repeat(x[:1], layout.padded_count - layout.count)]
+        ),
+        params,
+    )
+    return jax.tree.map(
+        lambda x: jax.make_array_from_callback(
+            x.shape, layout.sharding, lambda i: x[i]
+        ),
+        padded,
+    )
+
+
+def _local_shards(placed: Params, layout: _Layout):
+    """`(position, device, shard)` for each of this process's devices: its position
+    on the mesh, and the members it holds."""
+    leaves, treedef = jax.tree.flatten(placed)
+    for position, device in enumerate(layout.mesh.devices.flat):
+        if device.process_index != jax.process_index():
+            continue
+        shard = treedef.unflatten(
+            [
+                next(s.data for s in leaf.addressable_shards if s.device == device)
+                for leaf in leaves
+            ]
+        )
+        yield position, device, shard
 
 
 def _gather(array: jax.Array) -> np.ndarray:
@@ -423,15 +493,21 @@ def _gather(array: jax.Array) -> np.ndarray:
 _RUNTIME_ERRORS = (eqx.EquinoxRuntimeError, jax.errors.JaxRuntimeError)
 
 
+def _retry_or_raise(member: _Member, block: Params, error: Exception):
+    """A block that raised: retried if it was its gradient (see `_retry_block`); a
+    value that raises is not a member's failure but the task's, and propagates."""
+    if not member.differentiate:
+        raise error
+    return _retry_block(member, block, error)
+
+
 def _run_block(member: _Member, block: Params):
     """One block, dispatched (asynchronously); retried if its gradient raised.
     Returns the output and the reasons of members failed by a retry."""
     try:
         return _block(member, block), {}
     except _RUNTIME_ERRORS as error:
-        if not member.differentiate:
-            raise
-        return _retry_block(member, block, error)
+        return _retry_or_raise(member, block, error)
 
 
 def _run_shard(member: _Member, shard: Params, block_size: int, live: int):
@@ -472,17 +548,132 @@ def _retry_block(member: _Member, block: Params, error: Exception):
         raised = f"the gradient raised: {error_message(again)}"
         return (result, nan_gradient), {i: raised for i in np.flatnonzero(ok)}
     gradient = jax.tree.map(
-        lambda g, nan: jnp.where(ok.reshape((-1,) + (1,) * (g.ndim - 1)), g, nan),
+        lambda g, nan: jnp.where(_along_members(ok, g.ndim), g, nan),
         gradient,
         nan_gradient,
     )
     # Members that converged are unchanged by their neighbours: keep their values.
     result = jax.tree.map(
-        lambda a, b: jnp.where(ok.reshape((-1,) + (1,) * (a.ndim - 1)), a, b),
+        lambda a, b: jnp.where(_along_members(ok, a.ndim), a, b),
         safe_result,
         result,
     )
     return (result, gradient), {}
+
+
+def _dispatch(member: _Member, placed: Params, layout: _Layout) -> dict:
+    """Every block of this process's devices, dispatched before any is waited for,
+    so that the devices run at once: device -> (position, blocks, outputs)."""
+    dispatched = {}
+    for position, device, shard in _local_shards(placed, layout):
+        live = layout.count - position * layout.shard_size
+        blocks, outputs = _run_shard(member, shard, layout.block_size, live)
+        dispatched[device] = (position, blocks, outputs)
+    return dispatched
+
+
+def _finish(member: _Member, dispatched: dict, layout: _Layout):
+    """Wait for every dispatched block (retrying one whose gradient raised when it
+    ran): each device's outputs as one tree, and member -> why for the members
+    whose gradient raised even on retry."""
+    outputs = {}
+    raised = {}
+    template = None  # a computed block, whose shapes stand in for padding
+    for device, (position, blocks, pending) in dispatched.items():
+        finished = []
+        for index, (block, output) in enumerate(zip(blocks, pending)):
+            if output is None:
+                if template is None:  # this process has padding alone
+                    template = eqx.filter_eval_shape(_block, member, block)
+                zeros = lambda x: jnp.zeros(x.shape, x.dtype, device=device)  # noqa: E731
+                finished.append(jax.tree.map(zeros, template))
+                continue
+            output, retried = output
+            try:
+                output = jax.block_until_ready(output)
+            except _RUNTIME_ERRORS as error:
+                output, retried = _retry_or_raise(member, block, error)
+            start = position * layout.shard_size + index * layout.block_size
+            raised.update({start + int(i): why for i, why in retried.items()})
+            finished.append(output)
+            template = output
+        outputs[device] = jax.tree.map(lambda *xs: jnp.concatenate(xs), *finished)
+    return outputs, raised
+
+
+def _assemble(outputs: dict, layout: _Layout):
+    """The devices' outputs as global arrays, gathered to this process and cut to
+    the members (the padding dropped): `(result, gradient)`."""
+    local = next(iter(outputs.values()))
+    flat_outputs = [jax.tree.leaves(outputs[d]) for d in outputs]
+    gathered = []
+    for index, leaf in enumerate(jax.tree.leaves(local)):
+        shape = (layout.padded_count,) + leaf.shape[1:]
+        array = jax.make_array_from_single_device_arrays(
+            shape, layout.sharding, [flat[index] for flat in flat_outputs]
+        )
+        gathered.append(_gather(array)[: layout.count])
+    return jax.tree.unflatten(jax.tree.structure(local), gathered)
+
+
+def _failures(result, gradient, raised: dict[int, str], count: int) -> dict[int, str]:
+    """Member -> why it failed, in order: its result code and non-finite outputs,
+    or that its gradient raised."""
+    failures = _reasons(result, gradient, count)
+    for index, why in raised.items():
+        if index < count:
+            failures[index] = why
+    return dict(sorted(failures.items()))
+
+
+def _varying(params: Params) -> tuple[str, ...]:
+    return tuple(
+        name
+        for name in type(params).field_names()
+        if np.ptp(np.asarray(getattr(params, name))) > 0
+    )
+
+
+def _check_options(task, on_failure: str, block_size: int, kwargs: dict):
+    """The task's function and the keyword arguments it runs with (`throw=False`;
+    an equilibrium does not look for folds, which inside `vmap` it could not warn
+    of anyway).
+
+    **Raises:**
+
+    - `ValueError`: for a bad `on_failure`, `block_size`, `throw=True`, `saveat`
+        with `steps=True`, or `task`.
+    """
+    if on_failure not in ON_FAILURE:
+        raise ValueError(
+            f"`on_failure` must be one of {ON_FAILURE}, got {on_failure!r}."
+        )
+    check_count("block_size", block_size, 1)
+    if kwargs.get("throw", False):
+        raise ValueError(
+            "`throw` must be False in an ensemble: a failed member is reported "
+            "(see `on_failure`) instead of stopping the others."
+        )
+    saveat = kwargs.get("saveat")
+    if saveat is not None and getattr(saveat.subs, "steps", False):
+        raise ValueError(
+            "`saveat` with steps=True saves at each member's own steps, which differ "
+            "between members; save at fixed times instead, SaveAt(ts=...)."
+        )
+    function = _task_function(task)
+    if not callable(task):
+        kwargs = {**kwargs, "throw": False}
+    if task == "equilibrium":
+        kwargs.setdefault("near_fold", None)
+    return function, kwargs
+
+
+def _report(failures: dict[int, str], count: int, on_failure: str) -> None:
+    if failures and on_failure != "ignore":
+        message = _failure_message(failures, count)
+        if on_failure == "raise":
+            raise RuntimeError(message)
+        warnings.warn(message, EnsembleFailureWarning, stacklevel=3)
 
 
 def ensemble(
@@ -538,113 +729,17 @@ def ensemble(
         `throw=True`.
     - `RuntimeError`: with `on_failure="raise"`, when any member failed.
     """
-    from .._checks import check_count
-
-    if on_failure not in ON_FAILURE:
-        raise ValueError(
-            f"`on_failure` must be one of {ON_FAILURE}, got {on_failure!r}."
-        )
-    check_count("block_size", block_size, 1)
-    if kwargs.get("throw", False):
-        raise ValueError(
-            "`throw` must be False in an ensemble: a failed member is reported "
-            "(see `on_failure`) instead of stopping the others."
-        )
-    saveat = kwargs.get("saveat")
-    if saveat is not None and getattr(saveat.subs, "steps", False):
-        raise ValueError(
-            "`saveat` with steps=True saves at each member's own steps, which differ "
-            "between members; save at fixed times instead, SaveAt(ts=...)."
-        )
-    function = _task_function(task)
-    if not callable(task):
-        kwargs = {**kwargs, "throw": False}
-    if task == "equilibrium":
-        kwargs.setdefault("near_fold", None)  # inside vmap it could not warn anyway
+    function, kwargs = _check_options(task, on_failure, block_size, kwargs)
     params = _stack(members)
     count = _num_members(params)
-    mesh = _mesh(devices, mesh)
+    layout = _layout(_mesh(devices, mesh), count, block_size)
     member = _Member(function, kwargs, gradient, gradient is not None)
-
-    # Every device gets the same number of whole blocks; the padding repeats member
-    # 0 (valid parameters) and blocks of padding alone are not computed.
-    num_devices = mesh.devices.size
-    block_size = min(block_size, count)  # a property of the batch, not the devices
-    blocks_per_device = math.ceil(math.ceil(count / block_size) / num_devices)
-    shard_size = blocks_per_device * block_size
-    padded = jax.tree.map(
-        lambda x: np.concatenate(
-            [x, np.repeat(x[:1], shard_size * num_devices - count)]
-        ),
-        params,
-    )
-    sharding = NamedSharding(mesh, PartitionSpec("member"))
-    placed = jax.tree.map(
-        lambda x: jax.make_array_from_callback(x.shape, sharding, lambda i: x[i]),
-        padded,
-    )
-    leaves, treedef = jax.tree.flatten(placed)
-    per_device = {}
-    for position, device in enumerate(mesh.devices.flat):
-        if device.process_index != jax.process_index():
-            continue
-        shard = treedef.unflatten(
-            [
-                next(s.data for s in leaf.addressable_shards if s.device == device)
-                for leaf in leaves
-            ]
-        )
-        live = count - position * shard_size
-        per_device[device] = (position, *_run_shard(member, shard, block_size, live))
-
-    outputs = {}
-    raised = {}  # member -> why, for members whose gradient raised even on retry
-    template = None  # a computed block, whose shapes stand in for padding
-    for device, (position, blocks, dispatched) in per_device.items():
-        finished = []
-        for index, (block, output) in enumerate(zip(blocks, dispatched)):
-            if output is None:
-                if template is None:  # this process has padding alone
-                    template = eqx.filter_eval_shape(_block, member, block)
-                zeros = lambda x: jnp.zeros(x.shape, x.dtype, device=device)  # noqa: E731
-                finished.append(jax.tree.map(zeros, template))
-                continue
-            output, retried = output
-            try:
-                output = jax.block_until_ready(output)
-            except _RUNTIME_ERRORS as error:
-                if not member.differentiate:
-                    raise
-                output, retried = _retry_block(member, block, error)
-            start = position * shard_size + index * block_size
-            raised.update({start + int(i): why for i, why in retried.items()})
-            finished.append(output)
-            template = output
-        outputs[device] = jax.tree.map(lambda *xs: jnp.concatenate(xs), *finished)
-
-    local = next(iter(outputs.values()))
-    flat_outputs = [jax.tree.leaves(outputs[d]) for d in outputs]
-    gathered = []
-    for index, leaf in enumerate(jax.tree.leaves(local)):
-        shape = (shard_size * num_devices,) + leaf.shape[1:]
-        array = jax.make_array_from_single_device_arrays(
-            shape, sharding, [flat[index] for flat in flat_outputs]
-        )
-        gathered.append(_gather(array)[:count])
-    result, grads = jax.tree.unflatten(jax.tree.structure(local), gathered)
-
-    failures = _reasons(result, grads, count)
-    for index, why in raised.items():
-        if index < count:
-            failures[index] = why
-    failures = dict(sorted(failures.items()))
+    dispatched = _dispatch(member, _place(params, layout), layout)
+    outputs, raised = _finish(member, dispatched, layout)
+    result, grads = _assemble(outputs, layout)
+    failures = _failures(result, grads, raised, count)
     ok = np.ones(count, bool)
     ok[list(failures)] = False
-    varying = tuple(
-        name
-        for name in type(params).field_names()
-        if np.ptp(np.asarray(getattr(params, name))) > 0
-    )
     ensemble = Ensemble(
         params=jax.tree.map(jnp.asarray, params),
         result=_mask(result, ok),
@@ -654,13 +749,9 @@ def ensemble(
         else (gradient if isinstance(gradient, str) else "output"),
         ok=jnp.asarray(ok),
         failure_reasons=tuple(failures.items()),
-        varying=varying,
+        varying=_varying(params),
     )
-    if failures and on_failure != "ignore":
-        message = _failure_message(failures, count)
-        if on_failure == "raise":
-            raise RuntimeError(message)
-        warnings.warn(message, EnsembleFailureWarning, stacklevel=2)
+    _report(failures, count, on_failure)
     return ensemble
 
 

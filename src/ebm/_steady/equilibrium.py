@@ -50,6 +50,7 @@ from .._model.params import Params
 from .._numerics.pseudo_transient import PseudoTransientContinuation
 from .._numerics.tridiagonal import (
     ProbedTridiagonal,
+    TridiagonalMatrix,
     TridiagonalPreconditionedGMRES,
     probe_tridiagonal,
 )
@@ -146,11 +147,13 @@ def _known(x):
     and `jacfwd`), else `None` (inside `jit`)."""
     if not isinstance(x, jax.core.Tracer):
         return x
-    try:
-        from jax._src.core import to_concrete_value
-    except ImportError:
-        return None
-    return to_concrete_value(x)
+    # JAX has no public API that reads a traced value that is known (`jax.core` is
+    # outside its compatibility policy, and `jax.core.is_concrete` is deprecated).
+    # `Tracer.to_concrete_value` is what `bool(x)` and `int(x)` use, reached without
+    # importing `jax._src`; should a later JAX drop it, nothing is known here: no
+    # warning (and `integrate` takes its budget for traced runs), no error.
+    to_concrete_value = getattr(x, "to_concrete_value", None)
+    return None if to_concrete_value is None else to_concrete_value()
 
 
 class Equilibrium(eqx.Module):
@@ -193,6 +196,17 @@ class Equilibrium(eqx.Module):
     def converged(self) -> Bool[Array, ""]:
         """Whether the root-find succeeded."""
         return self.result == RESULTS.successful
+
+
+def budget_and_jacobian(
+    model: EnergyBalanceModel, params: Params, T: Temperature
+) -> tuple[Temperature, TridiagonalMatrix]:
+    """The energy budget at `T` (W m-2) and the tridiagonal part of its Jacobian
+    (W m-2 K-1, from three Jacobian-vector products): the diagnostics of a state,
+    not differentiated."""
+    T, params = jax.lax.stop_gradient((T, params))
+    budget, linear = jax.linearize(lambda x: model.energy_budget(x, params), T)
+    return budget, probe_tridiagonal(linear, T.shape[0], T.dtype)
 
 
 def _energy_budget(T, args):
@@ -290,11 +304,7 @@ def _equilibrium(params, model, T0, solver, adjoint, max_steps, throw):
         throw=False,
     )
     T = solution.value
-    T_frozen, params_frozen = jax.lax.stop_gradient((T, params))
-    budget, linear = jax.linearize(
-        lambda x: model.energy_budget(x, params_frozen), T_frozen
-    )
-    jacobian = probe_tridiagonal(linear, grid.n_lat, T.dtype)
+    budget, jacobian = budget_and_jacobian(model, params, T)
     leading_eigenvalue = jacobian.leading_eigenvalue()
     condition_number = jnp.abs(jacobian.lowest_eigenvalue()) / jnp.abs(
         leading_eigenvalue

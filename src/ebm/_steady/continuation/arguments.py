@@ -1,0 +1,167 @@
+"""The arguments that `ebm.continuation` and `ebm.fold` share, checked one way.
+
+Values known when the call is made are checked at once, with a `ValueError` that
+names the argument; values traced under `jit` (`ebm.fold` is traceable) are checked
+against the same conditions inside the compiled walk, by `eqx.error_if`.
+"""
+
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+import lineax as lx
+import numpy as np
+import optimistix as optx
+
+from ..._model.params import Params
+from ..equilibrium import equilibrium, resolve_model
+from .problem import Problem, with_parameter
+
+
+DEFAULT_CORRECTOR = optx.Newton(rtol=1e-10, atol=1e-10, linear_solver=lx.LU())
+DEFAULT_FOLD_SOLVER = optx.Newton(rtol=1e-12, atol=1e-10, linear_solver=lx.LU())
+
+
+def _check_parameter(params: Params, parameter: str) -> None:
+    names = type(params).field_names()
+    if parameter not in names:
+        raise ValueError(f"`parameter` must be one of {names}, got {parameter!r}.")
+
+
+def walk_arguments(
+    params: Params, parameter: str, stop, guess, bounds, parameter_scale
+) -> tuple:
+    """`stop`, `bounds` and `parameter_scale` checked, and as the compiled walk takes
+    them (see `_as_arrays`). `guess` is `ebm.fold`'s (`None` for a walk).
+
+    **Raises:**
+
+    - `ValueError`: for an unknown `parameter`; neither or both of `stop` and
+        `guess`; a `guess` in another parameter; `stop` not finite or equal to the
+        start, `bounds` that do not contain the start, or `parameter_scale` <= 0
+        (where they are concrete; inside `jit`, `setup` checks them); `stop` or
+        `bounds` where `parameter` is out of its range.
+    """
+    _check_parameter(params, parameter)
+    if stop is None and guess is None:
+        raise ValueError(
+            "Give either `stop` (the value to walk towards) or, to `ebm.fold`, "
+            "`guess` (a fold found before); got neither."
+        )
+    if stop is not None and guess is not None:
+        raise ValueError(
+            "Give either `stop` (to walk) or `guess` (to refine it), not both."
+        )
+    if guess is not None and guess.parameter != parameter:
+        raise ValueError(
+            f"`guess` is a fold in {guess.parameter!r}, but `parameter` is "
+            f"{parameter!r}."
+        )
+    if guess is None:
+        origin = getattr(params, parameter)
+        _check_bounds(origin, stop, bounds, parameter_scale)
+        _check_range(params, parameter, stop, bounds)
+    return _as_arrays(getattr(params, parameter), stop, bounds, parameter_scale)
+
+
+def _bounds(origin, stop, bounds):
+    """`(low, high)`: `bounds`, or by default from the start to `stop`."""
+    if bounds is None:
+        return jnp.minimum(origin, stop), jnp.maximum(origin, stop)
+    low, high = bounds
+    return jnp.asarray(low, float), jnp.asarray(high, float)
+
+
+def setup(params, parameter, stop, bounds, start, grid, model, parameter_scale):
+    """Inside `jit`: the model, the problem, the start point `y0`, the direction and
+    the bounds (`bounds` and `parameter_scale` as `walk_arguments` made them), and
+    the result of the starting equilibrium's solve. A failed start does not raise
+    here (its `y0` is NaN, and the walk does not start): the entry points report
+    it as they report the walk's own failures, by `throw`."""
+    model = resolve_model(model, grid)
+    origin = jnp.asarray(getattr(params, parameter), float)
+    low, high = bounds
+    problem = Problem(
+        model, params, parameter, origin, jnp.asarray(parameter_scale, float)
+    )
+    start = equilibrium(params, model=model, start=start, throw=False)
+    y0 = jnp.concatenate([start.T, jnp.zeros(1, start.T.dtype)])
+    # The same check as `_check_range`, for values only known inside jit.
+    y0 = eqx.error_if(
+        y0,
+        ~with_parameter(params, parameter, low).in_range()
+        | ~with_parameter(params, parameter, high).in_range(),
+        f"Continuation in {parameter}: `stop` and `bounds` must stay where "
+        f"`{parameter}` is {params.allowed_range(parameter)}.",
+    )
+    # The same checks as `_check_bounds`, for values only known inside jit.
+    y0 = eqx.error_if(
+        y0,
+        ~jnp.isfinite(stop)
+        | (stop == origin)
+        | ~(low < high)
+        | (origin < low)
+        | (origin > high)
+        | ~(problem.scale > 0),
+        f"Continuation in {parameter}: `stop` must be finite and differ from the "
+        "start, `bounds` must contain the start, and `parameter_scale` must be > 0.",
+    )
+    direction = jnp.where(stop >= origin, 1.0, -1.0)
+    return model, problem, y0, direction, (low, high), start.result
+
+
+def _check_bounds(origin, stop, bounds, parameter_scale) -> None:
+    """Eager checks of the values that are concrete (the rest is checked in jit)."""
+
+    def concrete(x):
+        return x is not None and not isinstance(x, jax.core.Tracer)
+
+    if concrete(stop) and not np.isfinite(float(stop)):
+        raise ValueError(f"`stop` must be finite, got {stop}.")
+    if concrete(stop) and concrete(origin) and float(stop) == float(origin):
+        raise ValueError(
+            f"`stop` must differ from the starting value {float(origin)} of the "
+            "parameter."
+        )
+    if bounds is not None and all(concrete(b) for b in bounds):
+        low, high = (float(b) for b in bounds)
+        inside = (not concrete(origin)) or low <= float(origin) <= high
+        if not (low < high and inside):
+            raise ValueError(
+                "`bounds` must be (low, high) with low < high around the starting "
+                f"value of the parameter, got {bounds}."
+            )
+    if concrete(parameter_scale) and not float(parameter_scale) > 0:
+        raise ValueError(f"`parameter_scale` must be > 0, got {parameter_scale}.")
+
+
+def _check_range(params: Params, parameter: str, stop, bounds) -> None:
+    """`stop` and `bounds` must lie where `parameter` is valid: the walk would cross
+    into parameters the model refuses (e.g. D < 0, where it has no equilibria)."""
+    ends = [("stop", stop)] if bounds is None else [("bounds", b) for b in bounds]
+    for argument, value in ends:
+        if value is None:
+            continue
+        allowed = params.out_of_range(parameter, value)
+        if allowed is not None:
+            raise ValueError(
+                f"Continuation in {parameter}: `{argument}` reaches {parameter} = "
+                f"{float(value)}, but `{parameter}` must be {allowed}; stop the walk "
+                "inside that range."
+            )
+
+
+def _as_arrays(origin, stop, bounds, parameter_scale):
+    """Floats as arrays, so that new values do not recompile; for a walk (`stop`
+    given), the defaults of `bounds` and `parameter_scale` made explicit, so that a
+    call with them and one without share the compiled program."""
+    if stop is not None:
+        stop = jnp.asarray(stop, float)
+        origin = jax.lax.stop_gradient(jnp.asarray(origin, float))
+        bounds = _bounds(origin, stop, bounds)
+        if parameter_scale is None:
+            parameter_scale = (bounds[1] - bounds[0]) / 100
+    if bounds is not None:
+        bounds = tuple(jnp.asarray(b, float) for b in bounds)
+    if parameter_scale is not None:
+        parameter_scale = jnp.asarray(parameter_scale, float)
+    return stop, bounds, parameter_scale

@@ -1,0 +1,364 @@
+"""The entry points: `ebm.continuation` (a branch) and `ebm.fold` (one fold,
+traceable and differentiable).
+
+Both check their arguments the same way (`arguments.py`), walk the branch from the
+stable equilibrium reached from `start` (`walk.py`) and refine the folds they pass
+on the extended system (`extended.py`). `continuation` runs eagerly, as the number
+of points is known only at the end; `fold` is one compiled program.
+"""
+
+from typing import NoReturn
+
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+import numpy as np
+import optimistix as optx
+
+from ..._model.grid import Grid
+from ..._model.model import EnergyBalanceModel
+from ..._model.params import Params
+from ..._results import RESULTS, nan_unless_successful
+from ..equilibrium import resolve_model
+from .arguments import DEFAULT_CORRECTOR, DEFAULT_FOLD_SOLVER, setup, walk_arguments
+from .extended import fold_guess, refine_fold, refine_from_walk
+from .problem import Problem, with_parameter
+from .results import Branch, Fold
+from .walk import NO_START, Walk, WalkSettings, walk_branch
+
+
+def _raise(message: str) -> NoReturn:
+    """A failed solve raises `EquinoxRuntimeError` from every entry point of ebm:
+    inside `jit` (`ebm.fold`, `ebm.equilibrium`) no other type can be raised, so
+    `continuation`, which runs eagerly, raises the same."""
+    raise eqx.EquinoxRuntimeError(message)
+
+
+@eqx.filter_jit
+def _continuation_walk(params, parameter, stop, bounds, start, grid, model, scale, s):
+    params = params.check()
+    _, problem, y0, direction, bounds, start_result = setup(
+        params, parameter, stop, bounds, start, grid, model, scale
+    )
+    walk = walk_branch(
+        problem,
+        y0,
+        direction,
+        bounds,
+        s,
+        stop_at_fold=False,
+        start_result=start_result,
+    )
+    return problem, walk, walk.result(stop_at_fold=False)
+
+
+def continuation(
+    params: Params,
+    parameter: str = "S0",
+    *,
+    stop,
+    bounds=None,
+    start="present",
+    grid: Grid | None = None,
+    model: EnergyBalanceModel | None = None,
+    parameter_scale=None,
+    step: float = 1.0,
+    min_step: float = 1e-7,
+    max_step: float = 5.0,
+    target_turn: float = 0.05,
+    max_turn: float = 0.3,
+    corrector: optx.AbstractRootFinder = DEFAULT_CORRECTOR,
+    corrector_steps: int = 12,
+    max_points: int = 2000,
+    fold_solver: optx.AbstractRootFinder = DEFAULT_FOLD_SOLVER,
+    fold_steps: int = 64,
+    save_profiles: bool = False,
+    throw: bool = True,
+) -> Branch:
+    """Trace the branch of equilibria through `params` as `parameter` varies.
+
+    Starts at the stable equilibrium of `params` reached from `start` (as
+    `ebm.equilibrium`), walks towards `stop` by pseudo-arclength continuation, around
+    any folds, until the parameter leaves `bounds`; then refines each fold passed.
+    See `ebm._steady.continuation` for the method.
+
+    **Arguments:**
+
+    - `params`: the parameters; `getattr(params, parameter)` is where the walk
+        starts.
+    - `parameter`: the name of any field of `ebm.Params` (default `"S0"`).
+    - `stop`: the value to walk towards first.
+    - `bounds`: `(low, high)`: the walk ends where the branch leaves this interval,
+        with a point exactly on the bound (default: from the start to `stop`).
+        A hysteresis loop needs bounds wider than the start: e.g. start warm at
+        high S0 and walk down; the branch returns through the snowball.
+    - `start`: which equilibrium to start from: `"present"`, `"warm"`, `"cold"` or
+        a profile (see `ebm.equilibrium`).
+    - `grid`, `model`: as for `ebm.equilibrium`.
+    - `parameter_scale`: the change of the parameter that counts as one unit of
+        arclength, as 1 K of RMS temperature change does (default: 1/100 of
+        `bounds`).
+    - `step`, `min_step`, `max_step`: first, smallest and largest step, in arclength.
+    - `target_turn`, `max_turn`: the angle (radians) the tangent should turn per
+        step, and the most it may; steps shrink where the branch bends.
+    - `corrector`, `corrector_steps`: the root-finder for each point and its
+        iteration limit.
+    - `max_points`: the most points to store.
+    - `fold_solver`, `fold_steps`: the root-finder for the extended fold system.
+    - `save_profiles`: keep every point's temperature profile in `Branch.T`.
+    - `throw`: raise if the starting equilibrium was not found, the walk failed
+        (step too small) or a fold did not converge; if `False`, return with
+        `result` (and each fold's `result`) set.
+
+    **Returns:**
+
+    An `ebm.Branch`. Not traceable: the number of points is known only at the end,
+    so call it outside `jit`/`vmap` (use `ebm.fold` for a traceable, differentiable
+    tipping point). A step can pass over a feature shorter than itself: folds closer
+    together than `max_step` may be missed (lower it to resolve them).
+
+    **Raises:**
+
+    - `ValueError`: for an unknown `parameter`; `stop` not finite, equal to the
+        start or where `parameter` is out of its range; `bounds` that do not
+        contain the start or leave that range; `parameter_scale` <= 0; a walk
+        setting out of its range; an unknown `start`; or both `grid` and `model`.
+        The same argument is refused the same way by `ebm.fold`.
+    - `EquinoxRuntimeError` (a `RuntimeError`; with `throw=True`): if the starting
+        equilibrium was not found, the walk failed or a fold refinement did not
+        converge, as from `ebm.fold` and `ebm.equilibrium`.
+    """
+    settings = WalkSettings(
+        step,
+        min_step,
+        max_step,
+        target_turn,
+        max_turn,
+        corrector,
+        corrector_steps,
+        max_points,
+    )
+    stop, bounds, parameter_scale = walk_arguments(
+        params, parameter, stop, None, bounds, parameter_scale
+    )
+    problem, walk, result = _continuation_walk(
+        params, parameter, stop, bounds, start, grid, model, parameter_scale, settings
+    )
+    count = int(walk.count)
+    # Everything below works on the walk's whole (max_points-long) arrays and cuts
+    # them to `count` on the host, then puts them back on the device as they are: a
+    # cut inside a compiled function, an eager slice of a device array, or
+    # `jnp.asarray` of the host array would compile again for every new number of
+    # points.
+    fields = _branch_fields(problem, walk)
+    if not save_profiles:
+        del fields["T"]
+    host = jax.tree.map(lambda x: np.asarray(x)[:count], fields)
+    if throw and walk.status == NO_START:
+        _raise(
+            f"Continuation in {parameter}: the starting equilibrium at {parameter} "
+            f"= {float(host['values'][0])} was not found: {RESULTS[result]}"
+        )
+    if throw and result == RESULTS.step_too_small:
+        _raise(
+            f"Continuation in {parameter} failed at {parameter} = "
+            f"{float(host['values'][-1])} after {count} points: {RESULTS[result]}"
+        )
+    signs = np.sign(host["slope"])
+    fold_indices = np.flatnonzero(signs[1:] != signs[:-1])
+    folds = []
+    for index in fold_indices:
+        refined = refine_from_walk(
+            problem, walk, jnp.asarray(index), settings, fold_solver, fold_steps
+        )
+        if throw and refined.result != RESULTS.successful:
+            _raise(
+                f"The fold near {parameter} = {float(host['values'][index])} did not "
+                f"converge: {RESULTS[refined.result]}"
+            )
+        folds.append(refined)
+    values = host["values"]
+    if result == RESULTS.successful:
+        # The walk ended on a bound: say so exactly, not to within a rounding.
+        low, high = (float(b) for b in bounds)
+        last = float(values[-1])
+        values = values.copy()
+        values[-1] = low if abs(last - low) < abs(last - high) else high
+    return Branch(
+        parameter=parameter,
+        values=jax.device_put(values),
+        global_mean=jax.device_put(host["global_mean"]),
+        ice_edge=jax.device_put(host["ice_edge"]),
+        leading_eigenvalue=jax.device_put(host["leading_eigenvalue"]),
+        stable=jax.device_put(host["leading_eigenvalue"] < 0),
+        slope=jax.device_put(host["slope"]),
+        arclength=jax.device_put(host["arclength"]),
+        T=jax.device_put(host["T"]) if save_profiles else None,
+        folds=tuple(folds),
+        result=result,
+        num_points=count,
+    )
+
+
+@eqx.filter_jit
+def _branch_fields(problem: Problem, walk: Walk) -> dict:
+    """The branch's outputs at every slot of the walk (those past `count` unused)."""
+    values = problem.value(walk.y[:, -1])
+    T = walk.y[:, :-1]
+    model, params, parameter = problem.model, problem.params, problem.parameter
+    return dict(
+        values=values,
+        global_mean=model.grid.global_mean(T),
+        ice_edge=jax.vmap(
+            lambda T, v: model.ice_edge(T, with_parameter(params, parameter, v))
+        )(T, values),
+        leading_eigenvalue=walk.leading_eigenvalue,
+        slope=walk.tangent[:, -1] * problem.scale,
+        arclength=jnp.cumsum(walk.step),
+        T=T,
+    )
+
+
+def fold(
+    params: Params,
+    parameter: str = "S0",
+    *,
+    stop=None,
+    guess: Fold | None = None,
+    bounds=None,
+    start="present",
+    grid: Grid | None = None,
+    model: EnergyBalanceModel | None = None,
+    parameter_scale=None,
+    step: float = 1.0,
+    min_step: float = 1e-7,
+    max_step: float = 5.0,
+    target_turn: float = 0.05,
+    max_turn: float = 0.3,
+    corrector: optx.AbstractRootFinder = DEFAULT_CORRECTOR,
+    corrector_steps: int = 12,
+    max_points: int = 2000,
+    fold_solver: optx.AbstractRootFinder = DEFAULT_FOLD_SOLVER,
+    fold_steps: int = 64,
+    throw: bool = True,
+) -> Fold:
+    """The first fold on the branch through `params` towards `stop`, differentiably.
+
+    Walks the branch as `ebm.continuation` does (without derivatives) until `dlambda/ds`
+    changes sign, then solves the extended system `F = 0, J v = 0, mean(v^2) = 1` for
+    the fold. The fold's `value`, `T` and diagnostics are differentiable with
+    respect to every field of `params` (implicitly, through the extended system; the
+    continued parameter itself has zero derivative). E.g. the snowball fold and its
+    sensitivity to diffusivity:
+
+    ```python
+    snowball = ebm.fold(params, "S0", stop=1000.0)
+    dS0_dD = jax.grad(lambda p: ebm.fold(p, "S0", stop=1000.0).value)(params).D
+    ```
+
+    **Arguments:**
+
+    - `params`, `parameter`, `stop`, `bounds`, `start`, `grid`, `model`, and the
+        walk's settings: as for `ebm.continuation`.
+    - `guess`: a fold found before (e.g. `branch.folds[i]`): refine from it instead
+        of walking (the walk's arguments are then unused). Newton's method on the
+        extended system needs a guess close to the fold: for parameters far from
+        the guess's, walk (`stop=`), or follow the fold by small steps.
+        Give `stop` or `guess`.
+    - `fold_solver`, `fold_steps`: the root-finder for the extended system.
+    - `throw`: raise if the starting equilibrium was not found, the walk failed, no
+        fold was found or the extended system did not converge; if `False`, return
+        with `result` set and every float output NaN (their derivatives too).
+
+    **Returns:**
+
+    An `ebm.Fold`.
+
+    **Raises:**
+
+    - `ValueError`: for neither or both of `stop` and `guess`, a `guess` in another
+        parameter, and every argument that `ebm.continuation` refuses, the same
+        way (inside `jit`, where `stop`, `bounds` or `parameter_scale` is traced,
+        they are checked by an `EquinoxRuntimeError`).
+    - `EquinoxRuntimeError` (a `RuntimeError`; with `throw=True`): the starting
+        equilibrium was not found, the walk failed, no fold before the branch left
+        `bounds`, or the extended system did not converge.
+    """
+    settings = WalkSettings(
+        step,
+        min_step,
+        max_step,
+        target_turn,
+        max_turn,
+        corrector,
+        corrector_steps,
+        max_points,
+    )
+    stop, bounds, parameter_scale = walk_arguments(
+        params, parameter, stop, guess, bounds, parameter_scale
+    )
+    return _fold(
+        params,
+        parameter,
+        stop,
+        guess,
+        bounds,
+        start,
+        grid,
+        model,
+        parameter_scale,
+        settings,
+        fold_solver,
+        fold_steps,
+        throw,
+    )
+
+
+@eqx.filter_jit
+def _fold(
+    params,
+    parameter,
+    stop,
+    guess,
+    bounds,
+    start,
+    grid,
+    model,
+    parameter_scale,
+    settings: WalkSettings,
+    fold_solver,
+    fold_steps,
+    throw,
+) -> Fold:
+    params = params.check()
+    if guess is None:
+        frozen = jax.lax.stop_gradient(params)
+        model, problem, y0, direction, bounds, start_result = setup(
+            frozen, parameter, stop, bounds, start, grid, model, parameter_scale
+        )
+        walk = walk_branch(
+            problem,
+            y0,
+            direction,
+            bounds,
+            settings,
+            stop_at_fold=True,
+            start_result=start_result,
+        )
+        index = jnp.maximum(walk.count - 2, 0)
+        T, v, value, side = fold_guess(problem, walk, index, settings)
+        walked = walk.result(stop_at_fold=True)
+    else:
+        model = resolve_model(model, grid)
+        walked = RESULTS.successful
+        T, v, value, side = jax.lax.stop_gradient(
+            (guess.T, guess.null_vector, guess.value, guess.side)
+        )
+    refined = refine_fold(
+        model, params, parameter, T, v, value, side, fold_solver, fold_steps
+    )
+    result = RESULTS.where(walked == RESULTS.successful, refined.result, walked)
+    if throw:
+        refined = result.error_if(refined, result != RESULTS.successful)
+    refined = eqx.tree_at(lambda f: f.result, refined, result)
+    return nan_unless_successful(result, refined, params)

@@ -1,0 +1,83 @@
+"""What `ebm.continuation` and `ebm.fold` return: a branch, and a fold."""
+
+import equinox as eqx
+import numpy as np
+from jaxtyping import Array, Bool, Float, Int
+
+from ..._custom_types import Scalar, Temperature
+from ..._results import RESULTS
+
+
+class Fold(eqx.Module):
+    """A fold (saddle-node bifurcation) of the equilibria in one parameter.
+
+    **Attributes:**
+
+    - `parameter`: the name of the parameter (a field of `ebm.Params`).
+    - `value`: the parameter's value at the fold.
+    - `T`: the equilibrium at the fold, degC.
+    - `null_vector`: the direction `v` with `J v = 0` (RMS 1): how the two branches
+        that meet here differ, to first order.
+    - `global_mean`, `ice_edge`: of `T` (degC, degrees).
+    - `side`: `-1` if the two branches exist for parameter values below `value`,
+        `+1` if above.
+    - `residual`: largest absolute value of `F` and `J v` at the solution.
+    - `result`: an `ebm.RESULTS`; successful when the extended system converged.
+    - `num_steps`: Newton iterations on the extended system.
+    """
+
+    parameter: str = eqx.field(static=True)
+    value: Scalar
+    T: Temperature
+    null_vector: Float[Array, " lat"]
+    global_mean: Scalar
+    ice_edge: Scalar
+    side: Int[Array, ""]
+    residual: Scalar
+    result: RESULTS
+    num_steps: Int[Array, ""]
+
+
+class Branch(eqx.Module):
+    """A branch of equilibria traced by `ebm.continuation`.
+
+    Arrays have one entry per point, in the order walked.
+
+    **Attributes:**
+
+    - `parameter`: the name of the parameter continued.
+    - `values`: the parameter's value at each point.
+    - `global_mean`: global-mean temperature, degC.
+    - `ice_edge`: northern ice edge, degrees.
+    - `leading_eigenvalue`: the largest eigenvalue of the Jacobian, W m-2 K-1.
+    - `stable`: whether `leading_eigenvalue < 0`.
+    - `slope`: `d(value)/d(arclength)`: the sign says which way the parameter moves;
+        it changes sign at each fold.
+    - `arclength`: distance walked (the continuation's metric).
+    - `T`: the profiles, shape `(points, n_lat)`, if asked for; else `None`.
+    - `folds`: the folds passed, in order, each an `ebm.Fold`.
+    - `result`: `RESULTS.successful` when the walk left `bounds`;
+        `max_steps_reached` when it used up `max_points`; `step_too_small` when the
+        corrector failed.
+    - `num_points`: the number of points.
+    """
+
+    parameter: str = eqx.field(static=True)
+    values: Float[Array, " points"]
+    global_mean: Float[Array, " points"]
+    ice_edge: Float[Array, " points"]
+    leading_eigenvalue: Float[Array, " points"]
+    stable: Bool[Array, " points"]
+    slope: Float[Array, " points"]
+    arclength: Float[Array, " points"]
+    T: Float[Array, "points lat"] | None
+    folds: tuple[Fold, ...]
+    result: RESULTS
+    num_points: int = eqx.field(static=True)
+
+    def segments(self) -> list[slice]:
+        """Slices of consecutive points with the same stability."""
+        stable = np.asarray(self.stable)
+        cuts = np.flatnonzero(stable[1:] != stable[:-1]) + 1
+        bounds = [0, *cuts.tolist(), stable.size]
+        return [slice(a, b) for a, b in zip(bounds[:-1], bounds[1:])]
