@@ -299,7 +299,7 @@ def test_walk_into_an_invalid_parameter_is_refused_by_name():
     with pytest.raises(ValueError, match=r"`bounds` reaches D = -0.1.*>= 0"):
         ebm.fold(ebm.Params(), "D", stop=0.3, bounds=(-0.1, 1.0), grid=ebm.Grid(6))
     # Traced, the same range is checked inside jit.
-    with pytest.raises(Exception, match="`D` is >= 0"):
+    with pytest.raises(Exception, match="`D` is finite and >= 0"):
         jax.jit(
             lambda stop: ebm.fold(ebm.Params(), "D", stop=stop, grid=ebm.Grid(6)).value
         )(-0.5)
