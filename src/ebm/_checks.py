@@ -1,7 +1,23 @@
 """Checks of the discrete settings that every entry point takes (counts, limits)."""
 
+import jax
+
 
 def check_count(name: str, value, minimum: int) -> None:
     """`value` must be a Python integer of at least `minimum` (a count of something)."""
     if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
         raise ValueError(f"`{name}` must be an integer >= {minimum}, got {value!r}.")
+
+
+def known_value(x):
+    """The value of `x` if it is known while tracing (eagerly, or under eager `grad`
+    and `jacfwd`), else `None` (inside `jit`)."""
+    if not isinstance(x, jax.core.Tracer):
+        return x
+    # JAX has no public API that reads a traced value that is known (`jax.core` is
+    # outside its compatibility policy, and `jax.core.is_concrete` is deprecated).
+    # `Tracer.to_concrete_value` is what `bool(x)` and `int(x)` use, reached without
+    # importing `jax._src`; should a later JAX drop it, nothing is known here: no
+    # warning (and `integrate` takes its budget for traced runs), no error.
+    to_concrete_value = getattr(x, "to_concrete_value", None)
+    return None if to_concrete_value is None else to_concrete_value()

@@ -8,7 +8,7 @@ NAME = "hysteresis"
 
 def add_parser(subparsers) -> None:
     """`ebm hysteresis` and its flags, on `subparsers`."""
-    from .._steady.equilibrium import STARTS
+    from .._model.start import STARTS
 
     parser = subparsers.add_parser(
         NAME,

@@ -23,7 +23,7 @@ def _checkpoint(text: str) -> str:
 
 def add_parser(subparsers) -> None:
     """`ebm run` and its flags, on `subparsers`."""
-    from .._steady.equilibrium import STARTS
+    from .._model.start import STARTS
     from .._stepping.checkpoints import spellings
     from .._stepping.integrate import ADJOINTS
     from .._stepping.steppers import STEPPERS

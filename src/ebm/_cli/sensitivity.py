@@ -9,7 +9,7 @@ NAME = "sensitivity"
 def add_parser(subparsers) -> None:
     """`ebm sensitivity` and its flags, on `subparsers`."""
     from .._analysis.fit import OUTPUTS
-    from .._steady.equilibrium import STARTS
+    from .._model.start import STARTS
 
     parser = subparsers.add_parser(
         NAME,

@@ -440,9 +440,7 @@ def params_class(
         "__annotations__": {p.name: Scalar for p in new},
         **{p.name: eqx.field(default=p.default, converter=_float_array) for p in new},
         "__module__": base.__module__ if base is not AbstractParams else "ebm",
-        "__doc__": f"{doc}\n\n{table(declarations)}\n"
-        if doc
-        else table(declarations),
+        "__doc__": f"{doc}\n\n{table(declarations)}\n" if doc else table(declarations),
         "declarations": declarations,
         "constraints": constraints,
         "ranges": (

@@ -38,15 +38,15 @@ import numpy as np
 import optimistix as optx
 from jaxtyping import Array, Bool, Float, Int
 
-from .._checks import check_count
+from .._checks import check_count, known_value
 from .._custom_types import Scalar, Temperature
 from .._model.grid import Grid
 from .._model.model import (
     EnergyBalanceModel,
     has_tridiagonal_jacobian,
-    present_day_profile,
 )
 from .._model.params import Params
+from .._model.start import initial_profile, resolve_model
 from .._numerics.pseudo_transient import PseudoTransientContinuation
 from .._numerics.tridiagonal import (
     ProbedTridiagonal,
@@ -54,73 +54,13 @@ from .._numerics.tridiagonal import (
     TridiagonalPreconditionedGMRES,
     probe_tridiagonal,
 )
-from .._physics.insolation.p2 import legendre_p2
 from .._results import RESULTS, nan_unless_successful
 
-
-STARTS = ("present", "warm", "cold")
 
 # The implicit adjoint for any model; for one whose Jacobian is tridiagonal by
 # construction, the same solve done directly.
 DEFAULT_ADJOINT = optx.ImplicitAdjoint(linear_solver=TridiagonalPreconditionedGMRES())
 _TRIDIAGONAL_ADJOINT = optx.ImplicitAdjoint(linear_solver=ProbedTridiagonal())
-
-
-def initial_profile(
-    start, params: Params, grid: Grid, name: str = "start"
-) -> Temperature:
-    """The starting profile for `start`, degC.
-
-    - `"present"`: climlab's `12 - 40 P2(sin lat)`: warm tropics, polar ice.
-    - `"warm"`: ice-free, from `Tf + 20` K at the poles to `Tf + 42.5` K at the
-        equator.
-    - `"cold"`: a snowball, from `Tf - 50` K at the poles to `Tf - 27.5` K at the
-        equator.
-    - an array of shape `(n_lat,)`: used as it is.
-
-    **Raises:**
-
-    - `ValueError`: for an unknown name, or an array of the wrong shape or with
-        non-finite values.
-    """
-    if isinstance(start, str):
-        p2 = legendre_p2(grid.sin_lat)
-        if start == "present":
-            return present_day_profile(grid)
-        if start == "warm":
-            return params.Tf + 35.0 - 15.0 * p2
-        if start == "cold":
-            return params.Tf - 35.0 - 15.0 * p2
-        raise ValueError(
-            f"`{name}` must be one of {STARTS} or an array of shape ({grid.n_lat},), "
-            f"got {start!r}."
-        )
-    return check_profile(name, start, grid)
-
-
-def check_profile(name: str, T, grid: Grid) -> Temperature:
-    """`T` as a float array, checked to have shape `(n_lat,)` and finite values."""
-    T = jnp.asarray(T, dtype=float)
-    if T.shape != (grid.n_lat,):
-        raise ValueError(
-            f"`{name}` must have shape ({grid.n_lat},) to match `n_lat`, "
-            f"got shape {T.shape}."
-        )
-    if not isinstance(T, jax.core.Tracer) and not np.all(np.isfinite(np.asarray(T))):
-        raise ValueError(f"`{name}` must be finite everywhere, got {T}.")
-    return T
-
-
-def resolve_model(model: EnergyBalanceModel | None, grid: Grid | None):
-    """The model to use, from `model=` or `grid=` (not both)."""
-    if model is None:
-        return EnergyBalanceModel(grid=Grid() if grid is None else grid)
-    if grid is not None and grid != model.grid:
-        raise ValueError(
-            f"Pass `grid` or `model`, not both: got grid={grid} and a model on "
-            f"{model.grid}."
-        )
-    return model
 
 
 class NearFoldWarning(RuntimeWarning):
@@ -140,20 +80,6 @@ def _near_fold_message(leading_eigenvalue, condition_number, threshold) -> str |
         "Its derivatives grow like 1/|eigenvalue| and are ill-conditioned; the "
         "tipping point itself is `ebm.fold`."
     )
-
-
-def _known(x):
-    """The value of `x` if it is known while tracing (eagerly, or under eager `grad`
-    and `jacfwd`), else `None` (inside `jit`)."""
-    if not isinstance(x, jax.core.Tracer):
-        return x
-    # JAX has no public API that reads a traced value that is known (`jax.core` is
-    # outside its compatibility policy, and `jax.core.is_concrete` is deprecated).
-    # `Tracer.to_concrete_value` is what `bool(x)` and `int(x)` use, reached without
-    # importing `jax._src`; should a later JAX drop it, nothing is known here: no
-    # warning (and `integrate` takes its budget for traced runs), no error.
-    to_concrete_value = getattr(x, "to_concrete_value", None)
-    return None if to_concrete_value is None else to_concrete_value()
 
 
 class Equilibrium(eqx.Module):
@@ -279,8 +205,8 @@ def equilibrium(
         adjoint = _TRIDIAGONAL_ADJOINT
     state = _equilibrium(params, model, T0, solver, adjoint, max_steps, throw)
     if near_fold is not None:
-        leading_eigenvalue = _known(state.leading_eigenvalue)
-        condition_number = _known(state.condition_number)
+        leading_eigenvalue = known_value(state.leading_eigenvalue)
+        condition_number = known_value(state.condition_number)
         if leading_eigenvalue is not None and condition_number is not None:
             message = _near_fold_message(
                 leading_eigenvalue, condition_number, near_fold

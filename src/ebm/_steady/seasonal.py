@@ -56,6 +56,7 @@ from .._custom_types import Scalar, Temperature
 from .._model.grid import Grid
 from .._model.model import EnergyBalanceModel
 from .._model.params import Params
+from .._model.start import initial_profile, resolve_model
 from .._physics.insolation.daily import DailyInsolation
 from .._results import RESULTS
 from .._stepping.checkpoints import resolve_checkpoint, spellings
@@ -67,7 +68,6 @@ from .._stepping.steppers.checks import (
     resolve_error_tolerance,
     stability_limit,
 )
-from .equilibrium import initial_profile, resolve_model
 
 
 STEPS_PER_YEAR = 365

@@ -46,15 +46,15 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, Float, Int
 
-from .._checks import check_count
+from .._checks import check_count, known_value
 from .._constants import SECONDS_PER_YEAR
 from .._custom_types import Scalar, Temperature
 from .._model.grid import Grid
 from .._model.model import EnergyBalanceModel
 from .._model.params import Params
+from .._model.start import initial_profile, resolve_model
 from .._numerics.tridiagonal import ProbedTridiagonal
 from .._results import RESULTS, nan_unless_successful
-from .._steady.equilibrium import _known, initial_profile, resolve_model
 from .checkpoints import resolve_checkpoint, spellings
 from .steppers import resolve_stepper
 from .steppers.checks import (
@@ -178,7 +178,7 @@ TRACED_MAX_STEPS = 2**22
 def needed_steps(params: Params, years, model: EnergyBalanceModel) -> int | None:
     """Steps of the default controller's cap that `years` takes, or `None` where a
     value is not known while tracing (inside `jit`)."""
-    known = jax.tree.map(_known, (years, params, model))
+    known = jax.tree.map(known_value, (years, params, model))
     if any(leaf is None for leaf in jax.tree.leaves(known, is_leaf=_is_none)):
         return None
     years, params, model = known

@@ -13,7 +13,8 @@ import numpy as np
 import optimistix as optx
 
 from ..._model.params import Params
-from ..equilibrium import equilibrium, resolve_model
+from ..._model.start import resolve_model
+from ..equilibrium import equilibrium
 from .problem import Problem, with_parameter
 
 

@@ -18,8 +18,8 @@ import optimistix as optx
 from ..._model.grid import Grid
 from ..._model.model import EnergyBalanceModel
 from ..._model.params import Params
+from ..._model.start import resolve_model
 from ..._results import RESULTS, nan_unless_successful
-from ..equilibrium import resolve_model
 from .arguments import DEFAULT_CORRECTOR, DEFAULT_FOLD_SOLVER, setup, walk_arguments
 from .extended import fold_guess, refine_fold, refine_from_walk
 from .problem import Problem, with_parameter

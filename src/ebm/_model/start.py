@@ -1,0 +1,75 @@
+r"""Where a solve starts: the model from `model=` or `grid=`, and the first profile.
+
+The named starts are profiles of $P_2(\sin\phi)$ about the freezing point, on either
+side of the ice-albedo feedback's bistable range (see `initial_profile`).
+"""
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from .._custom_types import Temperature
+from .._physics.insolation.p2 import legendre_p2
+from .grid import Grid
+from .model import EnergyBalanceModel, present_day_profile
+from .params import Params
+
+
+STARTS = ("present", "warm", "cold")
+
+
+def initial_profile(
+    start, params: Params, grid: Grid, name: str = "start"
+) -> Temperature:
+    """The starting profile for `start`, degC.
+
+    - `"present"`: climlab's `12 - 40 P2(sin lat)`: warm tropics, polar ice.
+    - `"warm"`: ice-free, from `Tf + 20` K at the poles to `Tf + 42.5` K at the
+        equator.
+    - `"cold"`: a snowball, from `Tf - 50` K at the poles to `Tf - 27.5` K at the
+        equator.
+    - an array of shape `(n_lat,)`: used as it is.
+
+    **Raises:**
+
+    - `ValueError`: for an unknown name, or an array of the wrong shape or with
+        non-finite values.
+    """
+    if isinstance(start, str):
+        p2 = legendre_p2(grid.sin_lat)
+        if start == "present":
+            return present_day_profile(grid)
+        if start == "warm":
+            return params.Tf + 35.0 - 15.0 * p2
+        if start == "cold":
+            return params.Tf - 35.0 - 15.0 * p2
+        raise ValueError(
+            f"`{name}` must be one of {STARTS} or an array of shape ({grid.n_lat},), "
+            f"got {start!r}."
+        )
+    return check_profile(name, start, grid)
+
+
+def check_profile(name: str, T, grid: Grid) -> Temperature:
+    """`T` as a float array, checked to have shape `(n_lat,)` and finite values."""
+    T = jnp.asarray(T, dtype=float)
+    if T.shape != (grid.n_lat,):
+        raise ValueError(
+            f"`{name}` must have shape ({grid.n_lat},) to match `n_lat`, "
+            f"got shape {T.shape}."
+        )
+    if not isinstance(T, jax.core.Tracer) and not np.all(np.isfinite(np.asarray(T))):
+        raise ValueError(f"`{name}` must be finite everywhere, got {T}.")
+    return T
+
+
+def resolve_model(model: EnergyBalanceModel | None, grid: Grid | None):
+    """The model to use, from `model=` or `grid=` (not both)."""
+    if model is None:
+        return EnergyBalanceModel(grid=Grid() if grid is None else grid)
+    if grid is not None and grid != model.grid:
+        raise ValueError(
+            f"Pass `grid` or `model`, not both: got grid={grid} and a model on "
+            f"{model.grid}."
+        )
+    return model
