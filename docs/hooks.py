@@ -1,32 +1,53 @@
 """mkdocs hooks: tables made from ebm's own declarations, so the docs cannot drift.
 
-`<!-- ebm:parameters -->` in a page becomes the table of `ebm.Params`: every
-parameter's name, default, units, allowed range, fit transform, meaning and the
-terms that declare it, read from the `ebm.Parameter` declarations.
+`<!-- ebm:parameters -->` in a page becomes the table of every parameter that one
+of ebm's terms declares (every final term under `ebm._physics`): its name, default,
+units, allowed range, fit transform, meaning, the terms that declare it, and
+whether `ebm.Params` holds it (the others come with `model.Params` for a model
+with that term).
 """
 
+import importlib
+import pkgutil
+
 import ebm
-from ebm._model.params import BUILTIN_TERMS
+import ebm._physics
+
+
+def _terms() -> list[type]:
+    for module in pkgutil.walk_packages(ebm._physics.__path__, "ebm._physics."):
+        importlib.import_module(module.name)
+    terms, pending = [], list(ebm.AbstractTerm.__subclasses__())
+    while pending:
+        term = pending.pop(0)
+        pending.extend(term.__subclasses__())
+        if term.__module__.startswith("ebm.") and term.parameters:
+            terms.append(term)
+    return sorted(set(terms), key=lambda term: term.__name__)
 
 
 def _parameter_table() -> str:
+    terms = _terms()
+    parameters = {}
+    for term in terms:
+        for parameter in term.parameters:
+            parameters.setdefault(parameter.name, (parameter, []))[1].append(term)
+    in_params = set(ebm.Params.field_names())
+    order = [*ebm.Params.field_names(), *sorted(set(parameters) - in_params)]
     rows = []
-    for parameter in ebm.Params.declarations:
-        owners = ", ".join(
-            f"`{term.__name__}`"
-            for term in BUILTIN_TERMS
-            if parameter in term.parameters
-        )
+    for name in order:
+        parameter, owners = parameters[name]
+        declared_by = ", ".join(f"`{term.__name__}`" for term in owners)
         rows.append(
-            f"| `{parameter.name}` | {parameter.default:g} | {parameter.units} | "
+            f"| `{name}` | {parameter.default:g} | {parameter.units} | "
             f"{parameter.allowed} | {parameter.transform} | {parameter.long_name} | "
-            f"{owners} |"
+            f"{declared_by} | {'yes' if name in in_params else 'with the term'} |"
         )
     return "\n".join(
         [
             "| name | default | units | allowed | fit transform | meaning | "
-            "declared by |",
-            "|---|---|---|---|---|---|---|",
+            "declared by | in `ebm.Params` |",
+            "|---|---|---|---|---|---|---|---|",
             *rows,
         ]
     )

@@ -31,3 +31,35 @@ def test_equilibrium_matches_climlabs_ebm():
     assert float(state.global_mean) == pytest.approx(
         float(climlab.global_mean(reference.Ts)), abs=1e-6
     )
+
+
+def test_grey_body_equilibrium_matches_climlabs_boltzmann():
+    # climlab's EBM with its longwave process replaced by `Boltzmann`, on the same
+    # 90 cells with the same (step) albedo. Emissivity 0.68 with climlab's tau 0.95
+    # gives a present-day-like climate (ice edge near 75 degN, global mean 10.7
+    # degC); climlab's own default 0.65 leaves the planet ice-free.
+    climlab = _climlab()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        from climlab.radiation import Boltzmann
+
+        reference = climlab.EBM()
+        reference.remove_subprocess("LW")
+        longwave = Boltzmann(
+            eps=0.68, tau=0.95, state=reference.state, **reference.param
+        )
+        reference.add_subprocess("LW", longwave)
+        reference.integrate_years(40, verbose=False)
+    T_reference = np.asarray(reference.Ts).ravel()
+    model = ebm.EnergyBalanceModel(
+        grid=ebm.Grid(90), albedo=ebm.SmoothIceAlbedo(), longwave=ebm.GreyBodyLongwave()
+    )
+    state = ebm.equilibrium(model.Params(emissivity=0.68, ice_width=0.01), model=model)
+    assert float(jnp.max(jnp.abs(state.T - T_reference))) < 2e-3
+    assert float(state.global_mean) == pytest.approx(
+        float(climlab.global_mean(reference.Ts)), abs=1e-4
+    )
+    # climlab's ice latitude is the bound of the first ice-covered cell; ebm's ice
+    # edge interpolates between the centres that straddle Tf, within that cell.
+    assert 74.0 <= float(state.ice_edge) < 76.0
+    assert float(np.asarray(reference.icelat)[1]) == 74.0

@@ -76,6 +76,7 @@ from ._physics.base import (
     AbstractTerm as AbstractTerm,
     AbstractTransport as AbstractTransport,
 )
+from ._physics.forcing.co2 import CO2Forcing as CO2Forcing
 from ._physics.forcing.uniform import UniformForcing as UniformForcing
 from ._physics.heat_capacity.land_ocean import (
     LandOceanHeatCapacity as LandOceanHeatCapacity,
@@ -94,6 +95,7 @@ from ._physics.insolation.orbital import (
     solar_longitude as solar_longitude,
 )
 from ._physics.insolation.p2 import P2Insolation as P2Insolation
+from ._physics.longwave.grey_body import GreyBodyLongwave as GreyBodyLongwave
 from ._physics.longwave.linear import LinearLongwave as LinearLongwave
 from ._physics.transport.diffusive import DiffusiveTransport as DiffusiveTransport
 from ._results import RESULTS as RESULTS
