@@ -7,14 +7,16 @@ so that the two models can be compared one to one.
 
 import inspect
 
-from .._constants import WATER_DENSITY, WATER_HEAT_CAPACITY
 from .._custom_types import Scalar
 from .._physics.albedo.prescribed import PrescribedAlbedo
 from .._physics.albedo.smooth import SmoothIceAlbedo
 from .._physics.albedo.subgrid import SubgridIceAlbedo
 from .._physics.forcing.uniform import UniformForcing
 from .._physics.heat_capacity.land_ocean import LandOceanHeatCapacity
-from .._physics.heat_capacity.mixed_layer import MixedLayerHeatCapacity
+from .._physics.heat_capacity.mixed_layer import (
+    MixedLayerHeatCapacity,
+    water_column_heat_capacity,
+)
 from .._physics.insolation.annual_mean import AnnualMeanInsolation
 from .._physics.insolation.daily import DailyInsolation
 from .._physics.insolation.p2 import P2Insolation
@@ -89,7 +91,7 @@ class Params(_Declared):
     @property
     def heat_capacity(self) -> Scalar:
         """Heat capacity of a water column `water_depth` deep, J m-2 K-1."""
-        return WATER_DENSITY * WATER_HEAT_CAPACITY * self.water_depth
+        return water_column_heat_capacity(self.water_depth)
 
 
 Params.__doc__ = f"{inspect.cleandoc(Params.__doc__)}\n\n{table(Params.declarations)}\n"

@@ -18,11 +18,10 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, Float
 
-from ..._constants import WATER_DENSITY, WATER_HEAT_CAPACITY
 from ..._model.grid import Grid
 from ..._model.parameters import AbstractParams
 from ..base import AbstractHeatCapacity
-from .mixed_layer import WATER_DEPTH
+from .mixed_layer import WATER_DEPTH, water_column_heat_capacity
 
 
 class LandOceanHeatCapacity(AbstractHeatCapacity):
@@ -68,4 +67,4 @@ class LandOceanHeatCapacity(AbstractHeatCapacity):
     def __call__(self, params: AbstractParams, grid: Grid) -> Float[Array, " lat"]:
         fraction = jnp.broadcast_to(self.land_fraction.astype(float), (grid.n_lat,))
         depth = (1.0 - fraction) * params.water_depth + fraction * self.land_water_depth
-        return WATER_DENSITY * WATER_HEAT_CAPACITY * depth
+        return water_column_heat_capacity(depth)

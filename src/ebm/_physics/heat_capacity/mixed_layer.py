@@ -16,6 +16,12 @@ from ..._model.parameters import AbstractParams, Parameter
 from ..base import AbstractHeatCapacity
 
 
+def water_column_heat_capacity(depth):
+    """`rho_w c_w depth`: the heat capacity of a water column `depth` m deep,
+    J m-2 K-1."""
+    return WATER_DENSITY * WATER_HEAT_CAPACITY * depth
+
+
 WATER_DEPTH = Parameter(
     "water_depth",
     10.0,
@@ -33,6 +39,4 @@ class MixedLayerHeatCapacity(AbstractHeatCapacity):
     parameters = (WATER_DEPTH,)
 
     def __call__(self, params: AbstractParams, grid: Grid) -> Float[Array, " lat"]:
-        return jnp.full(
-            grid.n_lat, WATER_DENSITY * WATER_HEAT_CAPACITY * params.water_depth
-        )
+        return jnp.full(grid.n_lat, water_column_heat_capacity(params.water_depth))
