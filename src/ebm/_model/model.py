@@ -50,7 +50,7 @@ from .._physics.insolation.p2 import P2Insolation, legendre_p2
 from .._physics.longwave.linear import LinearLongwave
 from .._physics.transport.diffusive import DiffusiveTransport
 from .grid import Grid
-from .parameters import AbstractParams, params_class
+from .parameters import AbstractParams, merge, params_class
 from .params import Params, declarations_of
 
 
@@ -216,14 +216,9 @@ class EnergyBalanceModel(eqx.Module):
 @functools.cache
 def _params_of(terms: tuple[type, ...]) -> type[AbstractParams]:
     parameters, constraints = declarations_of(terms)
+    # Refuses a term that declares one of ebm's names differently.
+    merge((*Params.declarations, *parameters))
     known = set(Params.field_names())
-    for parameter in parameters:
-        if parameter.name in known and Params.declaration(parameter.name) != parameter:
-            raise ValueError(
-                f"A term declares parameter `{parameter.name}` as {parameter}, but "
-                f"ebm declares it as {Params.declaration(parameter.name)}: give "
-                "yours another name."
-            )
     new = tuple(p for p in parameters if p.name not in known)
     added = tuple(c for c in constraints if c not in Params.constraints)
     if not new and not added:
