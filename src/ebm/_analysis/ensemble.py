@@ -71,7 +71,8 @@ def sweep(params: Params | None = None, *, product: bool = False, **values) -> P
     - `product`: if `False` (default), the arrays in `values` have one length, and
         member `i` takes the `i`-th entry of each; if `True`, every combination
         (the first name varies slowest).
-    - `values`: field name -> 1-d array of values.
+    - `values`: field name -> 1-d array of values (for a profile parameter, such
+        as `D_bounds`, a 2-d array: one profile per member).
 
     **Returns:**
 
@@ -86,11 +87,12 @@ def sweep(params: Params | None = None, *, product: bool = False, **values) -> P
     base = Params() if params is None else params
     container = type(base)
     names = container.field_names()
-    for name in names:
-        if np.shape(getattr(base, name)) != ():
+    for parameter in container.declarations:
+        if np.ndim(getattr(base, parameter.name)) > parameter.ndim:
             raise ValueError(
                 "`params` must hold one value per field (the ones that do not vary), "
-                f"got `{name}` of shape {np.shape(getattr(base, name))}."
+                f"got `{parameter.name}` of shape "
+                f"{np.shape(getattr(base, parameter.name))}."
             )
     arrays = {}
     for name, value in values.items():
@@ -102,55 +104,84 @@ def sweep(params: Params | None = None, *, product: bool = False, **values) -> P
             array = np.asarray(value, dtype=float)
         except (TypeError, ValueError) as error:
             raise ValueError(f"`{name}` must be numbers, got {value!r}.") from error
-        if array.ndim != 1 or array.size == 0:
+        ndim = 1 + container.declaration(name).ndim
+        if array.ndim != ndim or array.size == 0:
+            what = (
+                "1-d array of values" if ndim == 1 else "2-d array, one profile per row"
+            )
             raise ValueError(
-                f"`{name}` must be a non-empty 1-d array of values, got shape "
-                f"{array.shape}."
+                f"`{name}` must be a non-empty {what}, got shape {array.shape}."
             )
         arrays[name] = array
     if not arrays:
         raise ValueError("Give at least one field to vary, e.g. sweep(D=[0.3, 0.5]).")
     if product:
-        grids = np.meshgrid(*arrays.values(), indexing="ij")
-        arrays = {name: grid.ravel() for name, grid in zip(arrays, grids)}
-    lengths = {name: array.size for name, array in arrays.items()}
+        indices = np.meshgrid(
+            *(np.arange(len(a)) for a in arrays.values()), indexing="ij"
+        )
+        arrays = {
+            name: array[index.ravel()]
+            for (name, array), index in zip(arrays.items(), indices)
+        }
+    lengths = {name: len(array) for name, array in arrays.items()}
     if len(set(lengths.values())) != 1:
         raise ValueError(
             f"The arrays must have one length (or pass product=True), got {lengths}."
         )
     (count,) = set(lengths.values())
-    fields = {
-        name: arrays.get(name, np.broadcast_to(np.asarray(getattr(base, name)), count))
-        for name in names
-    }
-    return container(**fields)
+    fields = {name: arrays.get(name, getattr(base, name)) for name in names}
+    return _broadcast(container(**fields), count)
 
 
 def _num_members(params: Params) -> int:
+    """The length of the batch axis: the first axis of every field that has one
+    more axis than one value of it (a scalar, or a profile)."""
     shapes = {
-        name: np.shape(getattr(params, name)) for name in type(params).field_names()
+        p.name: np.shape(getattr(params, p.name)) for p in type(params).declarations
     }
-    batched = {shape for shape in shapes.values() if shape != ()}
-    if len(batched) != 1 or len(next(iter(batched))) != 1:
+    batched = {
+        shapes[p.name][0]
+        for p in type(params).declarations
+        if len(shapes[p.name]) == p.ndim + 1
+    }
+    if len(batched) != 1:
         raise ValueError(
-            "`members` must be an ebm.Params whose fields are scalars or 1-d arrays "
-            f"of one length (see ebm.sweep), got shapes {shapes}."
+            "`members` must be an ebm.Params whose fields are one value each or "
+            "batches of one length along a first axis (see ebm.sweep), got shapes "
+            f"{shapes}."
         )
-    return next(iter(batched))[0]
+    return batched.pop()
+
+
+def _broadcast(params: Params, count: int) -> Params:
+    """`params` with every field batched along a first axis of `count` members (a
+    field that is one value is repeated; a profile given as a scalar is one)."""
+    fields = {}
+    for parameter in type(params).declarations:
+        value = np.asarray(getattr(params, parameter.name))
+        if value.ndim <= parameter.ndim:
+            value = np.broadcast_to(value, (count, *value.shape))
+        fields[parameter.name] = value
+    return type(params)(**fields)
 
 
 def _stack(members) -> Params:
-    """`members` as one `Params` with every field of shape `(members,)`."""
+    """`members` as one `Params` with every field batched along a first axis."""
     if isinstance(members, Params):
-        count = _num_members(members)
-        return jax.tree.map(lambda x: np.broadcast_to(np.asarray(x), (count,)), members)
+        return _broadcast(members, _num_members(members))
     members = list(members)
     if not members or not all(isinstance(p, Params) for p in members):
         raise ValueError(
             "`members` must be a batched ebm.Params (see ebm.sweep) or a non-empty "
             "sequence of ebm.Params."
         )
-    return jax.tree.map(lambda *xs: np.stack([np.asarray(x) for x in xs]), *members)
+
+    def stack(*values):
+        values = [np.asarray(value) for value in values]
+        shape = np.broadcast_shapes(*(value.shape for value in values))
+        return np.stack([np.broadcast_to(value, shape) for value in values])
+
+    return jax.tree.map(stack, *members)
 
 
 def _task_function(task) -> Callable:
@@ -453,7 +484,7 @@ def _place(params: Params, layout: _Layout) -> Params:
     """The members, padded, as global arrays sharded over the mesh."""
     padded = jax.tree.map(
         lambda x: np.concatenate(
-            [x, np.repeat(x[:1], layout.padded_count - layout.count)]
+            [x, np.repeat(x[:1], layout.padded_count - layout.count, axis=0)]
         ),
         params,
     )
@@ -630,7 +661,7 @@ def _varying(params: Params) -> tuple[str, ...]:
     return tuple(
         name
         for name in type(params).field_names()
-        if np.ptp(np.asarray(getattr(params, name))) > 0
+        if np.any(np.ptp(np.asarray(getattr(params, name)), axis=0) > 0)
     )
 
 

@@ -358,10 +358,13 @@ def _not_converged(step, names, coordinates, container) -> RuntimeError:
 
 
 def _describe(names, coordinates, container) -> str:
-    return ", ".join(
-        f"{name}={float(from_unconstrained(name, coordinates[name], container)):.6g}"
-        for name in names
-    )
+    def value(name):
+        value = np.asarray(from_unconstrained(name, coordinates[name], container))
+        if value.ndim == 0:
+            return f"{float(value):.6g}"
+        return f"a profile in [{value.min():.6g}, {value.max():.6g}]"
+
+    return ", ".join(f"{name}={value(name)}" for name in names)
 
 
 class _Loss(eqx.Module):
@@ -662,11 +665,19 @@ def hessian(
 
     **Raises:**
 
-    - `ValueError`: for a non-scalar `output`, unknown names, or as `sensitivity`.
+    - `ValueError`: for a non-scalar `output`, unknown names, a profile given as
+        an array (`D_bounds`), or as `sensitivity`.
     """
     names = check_names(names, "names", type(params))
     if output == "T":
         raise ValueError("`output` must be a scalar ('global_mean' or 'ice_edge').")
+    profiles = [name for name in names if np.ndim(getattr(params, name)) > 0]
+    if profiles:
+        raise ValueError(
+            f"`names` must be parameters with one value each for a Hessian matrix, "
+            f"got {profiles[0]!r} of shape {np.shape(getattr(params, profiles[0]))}: "
+            "take `jax.hessian` of your own function of the profile instead."
+        )
     model = resolve_model(model, grid)
     fn, values = _output_function(
         params, output, names, through, years, T0, model, start, "direct"

@@ -5,6 +5,8 @@ printing of a report."""
 
 import argparse
 
+import numpy as np
+
 
 def add_common(parser: argparse.ArgumentParser, plot: str | None) -> None:
     """The flags every subcommand takes: `--n-lat`, `--json`, `--plot FILE` and
@@ -76,8 +78,12 @@ def setup(arguments):
 
 
 def floats(tree) -> dict:
-    """`{name: float}` for every field of a `Params` (or its gradient)."""
-    return {name: float(getattr(tree, name)) for name in type(tree).field_names()}
+    """`{name: float}` for every field of a `Params` (or its gradient); a
+    profile's value is a list of floats."""
+    return {
+        name: np.asarray(getattr(tree, name), dtype=float).tolist()
+        for name in type(tree).field_names()
+    }
 
 
 def plot_path(arguments):

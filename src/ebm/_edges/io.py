@@ -44,6 +44,22 @@ def _array(x) -> np.ndarray:
     return np.asarray(x)
 
 
+_PROFILE_DIMS = {"bounds": "lat_edge", "cells": "lat"}
+
+
+def _with_parameter_dims(dims, value, name: str, container) -> tuple:
+    """The dimensions of `value`, a parameter's value (or a derivative with respect
+    to it) laid out along `dims`, followed by the profile's own dimension if
+    `value` has one (a profile given as a scalar has not). A profile on cells gets
+    `lat_NAME` where `lat` is taken."""
+    dims = (dims,) if isinstance(dims, str) else tuple(dims)
+    profile = container.declaration(name).profile
+    if profile is None or np.ndim(value) == len(dims):
+        return dims
+    own = _PROFILE_DIMS[profile]
+    return (*dims, f"lat_{name}" if own in dims else own)
+
+
 def _latitude(grid: Grid) -> dict:
     bounds = _array(grid.lat_bounds)
     return {
@@ -90,7 +106,11 @@ def _parameter_attributes(params: Params | None) -> dict:
         return {}
     attributes = {}
     for parameter in type(params).declarations:
-        attributes[f"param_{parameter.name}"] = float(getattr(params, parameter.name))
+        value = np.asarray(getattr(params, parameter.name), dtype=float)
+        # A profile is an array attribute (netCDF attributes may be 1-d).
+        attributes[f"param_{parameter.name}"] = (
+            float(value) if value.ndim == 0 else value
+        )
         attributes[f"param_{parameter.name}_units"] = parameter.units
     return attributes
 
@@ -331,10 +351,11 @@ def _fit_variables(fit, container: type[Params]) -> dict:
         "num_steps": _scalar(fit.num_steps, "1", "optimiser steps"),
     }
     for name in fit.fitted:
-        variables[f"fitted_{name}"] = _scalar(
-            getattr(fit.params, name),
-            container.declaration(name).units,
-            f"fitted {name}",
+        value = _array(getattr(fit.params, name))
+        variables[f"fitted_{name}"] = (
+            _with_parameter_dims((), value, name, container),
+            value,
+            {"units": container.declaration(name).units, "long_name": f"fitted {name}"},
         )
     return variables
 
@@ -366,9 +387,10 @@ def _sensitivity_variables(sensitivity, container: type[Params]) -> dict:
         output: (dims, _array(sensitivity.value), {"units": units, "long_name": output})
     }
     for name in sensitivity.names:
+        value = _array(sensitivity[name])
         variables[f"d_{output}_d_{name}"] = (
-            dims,
-            _array(sensitivity[name]),
+            _with_parameter_dims(dims, value, name, container),
+            value,
             _derivative_attributes(output, units, name, container),
         )
     return variables
@@ -418,9 +440,10 @@ def _ensemble_variables(ensemble, container: type[Params]) -> dict:
         {"long_name": "ensemble member"},
     )
     for name in ensemble.varying:
+        value = _array(getattr(ensemble.params, name))
         variables[f"param_{name}"] = (
-            member,
-            _array(getattr(ensemble.params, name)),
+            _with_parameter_dims(member, value, name, container),
+            value,
             {
                 "units": container.declaration(name).units,
                 "long_name": container.declaration(name).long_name,
@@ -431,9 +454,10 @@ def _ensemble_variables(ensemble, container: type[Params]) -> dict:
         # The output's units, where the result's own variable has them.
         units = variables.get(output, ((), None, {}))[2].get("units")
         for name in container.field_names():
+            value = _array(getattr(ensemble.gradient, name))
             variables[f"d_{output}_d_{name}"] = (
-                member,
-                _array(getattr(ensemble.gradient, name)),
+                _with_parameter_dims(member, value, name, container),
+                value,
                 _derivative_attributes(output, units, name, container),
             )
     variables["ok"] = _flag(

@@ -36,10 +36,14 @@ import equinox as eqx
 import jax
 import jax.numpy as jnp
 import numpy as np
-from jaxtyping import Array, Bool
+from jaxtyping import Array, Bool, Float
 
 from .._custom_types import Scalar
 
+
+PROFILES = (None, "bounds", "cells")
+"""What one value of a parameter is: a scalar, or a profile in latitude on the
+cell bounds or on the cells."""
 
 TRANSFORMS = ("none", "log", "logit")
 """How `ebm.fit` maps a parameter to an unconstrained coordinate: itself, the
@@ -69,6 +73,12 @@ class Parameter:
     - `transform`: `"log"`, `"logit"` or `"none"`: the coordinate `ebm.fit` moves
         the parameter in, so that it stays in its range: `log(x - lower)` (needs
         `lower`), `log((x - lower) / (upper - x))` (needs both ends), or `x`.
+        Applied elementwise to a profile.
+    - `profile`: `None` for a scalar; `"bounds"` for a profile in latitude with one
+        value per cell bound (`grid.n_lat + 1`, as a diffusivity), `"cells"` for one
+        value per cell. A profile's value is a 1-d array of that length, or a
+        scalar meaning the same value everywhere (the `default` is one); its range
+        holds elementwise. A term reads it with `params.on_grid(name, grid)`.
 
     Every parameter must also be finite.
     """
@@ -83,6 +93,7 @@ class Parameter:
     upper_open: bool = False
     note: str = ""
     transform: Literal["none", "log", "logit"] = "none"
+    profile: Literal["bounds", "cells"] | None = None
 
     def __post_init__(self):
         if not self.name.isidentifier():
@@ -93,6 +104,11 @@ class Parameter:
             raise ValueError(
                 f"Parameter {self.name!r}: `transform` must be one of {TRANSFORMS}, "
                 f"got {self.transform!r}."
+            )
+        if self.profile not in PROFILES:
+            raise ValueError(
+                f"Parameter {self.name!r}: `profile` must be one of {PROFILES}, got "
+                f"{self.profile!r}."
             )
         if self.transform == "log" and (self.lower is None or self.upper is not None):
             raise ValueError(
@@ -109,6 +125,17 @@ class Parameter:
                 f"Parameter {self.name!r}: the default {self.default} is not "
                 f"{self.allowed}."
             )
+
+    @property
+    def ndim(self) -> int:
+        """Dimensions of one value: 0 for a scalar, 1 for a profile."""
+        return 0 if self.profile is None else 1
+
+    def size(self, grid) -> int | None:
+        """The length of a profile on `grid` (`None` for a scalar)."""
+        if self.profile is None:
+            return None
+        return grid.n_lat + 1 if self.profile == "bounds" else grid.n_lat
 
     @property
     def allowed(self) -> str:
@@ -206,12 +233,26 @@ def _isfinite(x):
     return jnp.isfinite(x) if isinstance(x, jax.Array) else np.isfinite(x)
 
 
+def _first_outside(ok: Callable) -> Callable:
+    """The value to show for an array (a profile, or a batch of members) that breaks
+    a range: its first element that does, with its index; a scalar as it is."""
+
+    def shown(value):
+        value = np.asarray(value)
+        if value.ndim == 0:
+            return value
+        index = int(np.argmin(np.broadcast_to(ok(value), value.shape).ravel()))
+        return f"{value.flat[index]} (element {index} of {value.size})"
+
+    return shown
+
+
 def _range_of(parameter: Parameter, finite: bool) -> Constraint:
     """A parameter's own range as a one-field constraint: finiteness, or its ends."""
-    if finite:
-        return Constraint(parameter.name, "finite", _isfinite, (parameter.name,))
+    ok = _isfinite if finite else parameter.contains
+    allowed = "finite" if finite else parameter.allowed
     return Constraint(
-        parameter.name, parameter.allowed, parameter.contains, (parameter.name,)
+        parameter.name, allowed, ok, (parameter.name,), shown=_first_outside(ok)
     )
 
 
@@ -257,14 +298,17 @@ class AbstractParams(eqx.Module):
     NaN is reported as such), then each one's own range, then the constraints."""
 
     def __check_init__(self):
-        for name in self.field_names():
-            value = getattr(self, name)
+        for parameter in self.declarations:
+            name, value = parameter.name, getattr(self, parameter.name)
             if not isinstance(value, jax.Array):
-                raise ValueError(f"`{name}` must be a real scalar, got {value!r}.")
-            if value.ndim > 1:
                 raise ValueError(
-                    f"`{name}` must be a real scalar (or a 1-d batch of members, see "
-                    f"`ebm.sweep`), got shape {value.shape}."
+                    f"`{name}` must be {_one_value(parameter)}, got {value!r}."
+                )
+            if value.ndim > parameter.ndim + 1:
+                raise ValueError(
+                    f"`{name}` must be {_one_value(parameter)} (or a batch of "
+                    f"members along a first axis, see `ebm.sweep`), got shape "
+                    f"{value.shape}."
                 )
         for declared in self.ranges:
             values = [_concrete(getattr(self, name)) for name in declared.names()]
@@ -298,17 +342,19 @@ class AbstractParams(eqx.Module):
 
         **Raises:**
 
-        - `ValueError`: (while tracing) when a field is not a scalar (a batch of
-            parameters runs through `ebm.ensemble` or `jax.vmap`).
+        - `ValueError`: (while tracing) when a field is not one value (a scalar,
+            or for a profile a 1-d array): a batch of parameters runs through
+            `ebm.ensemble` or `jax.vmap`.
         - `EquinoxRuntimeError`: when a value is outside its range; the message
             names the parameter and the range.
         """
-        for name in self.field_names():
-            shape = jnp.shape(getattr(self, name))
-            if shape != ():
+        for parameter in self.declarations:
+            shape = jnp.shape(getattr(self, parameter.name))
+            if len(shape) > parameter.ndim:
                 raise ValueError(
-                    f"`{name}` must be a real scalar, got shape {shape}: run a batch "
-                    "of parameters with `ebm.ensemble` or `jax.vmap`."
+                    f"`{parameter.name}` must be {_one_value(parameter)}, got shape "
+                    f"{shape}: run a batch of parameters with `ebm.ensemble` or "
+                    "`jax.vmap`."
                 )
         failed = self._failed_ranges()
         return eqx.branched_error_if(
@@ -322,6 +368,29 @@ class AbstractParams(eqx.Module):
                 for declared in self.ranges
             ]
         )
+
+    def on_grid(self, name: str, grid) -> Array:
+        """Parameter `name` as one value per point of `grid`: a profile's value (a
+        scalar broadcast), or a scalar's.
+
+        **Raises:**
+
+        - `ValueError`: (while tracing) when a profile's length is not that of
+            `grid`'s bounds or cells, as its declaration says.
+        """
+        parameter = type(self).declaration(name)
+        value = getattr(self, name)
+        size = parameter.size(grid)
+        if size is None:
+            return value
+        if jnp.shape(value) not in ((), (size,)):
+            raise ValueError(
+                f"`{name}` must be a scalar or one value per cell"
+                f"{' bound' if parameter.profile == 'bounds' else ''} of the grid, "
+                f"shape ({size},) for {grid.n_lat} cells, got shape "
+                f"{jnp.shape(value)}."
+            )
+        return jnp.broadcast_to(value, (size,))
 
     def in_range(self) -> Bool[Array, ""]:
         """Whether every parameter is in its declared range, traceably."""
@@ -378,6 +447,13 @@ class AbstractParams(eqx.Module):
         return {parameter.name: parameter.units for parameter in cls.declarations}
 
 
+def _one_value(parameter: Parameter) -> str:
+    if parameter.profile is None:
+        return "a real scalar"
+    where = "cell bound" if parameter.profile == "bounds" else "cell"
+    return f"a real scalar or a 1-d profile, one value per {where}"
+
+
 @functools.cache
 def _traced_messages(cls) -> tuple[str, ...]:
     return tuple(declared.traced_message() for declared in cls.ranges)
@@ -407,10 +483,18 @@ def merge(
     return tuple(parameter for parameter, _ in seen.values())
 
 
+def _default(parameter: Parameter) -> str:
+    """The default, in words: `0.555`, or `0.555 on every bound` for a profile."""
+    if parameter.profile is None:
+        return _number(parameter.default)
+    where = "bound" if parameter.profile == "bounds" else "cell"
+    return f"{_number(parameter.default)} on every {where}"
+
+
 def table(declarations: Sequence[Parameter]) -> str:
     """The declarations as a Markdown table (docstrings and the docs)."""
     rows = "\n".join(
-        f"| `{p.name}` | {_number(p.default)} | {p.units} | {p.allowed} | "
+        f"| `{p.name}` | {_default(p)} | {p.units} | {p.allowed} | "
         f"{p.transform} | {p.long_name} |"
         for p in declarations
     )
@@ -437,7 +521,10 @@ def params_class(
     new = declarations[len(base.declarations) :]
     constraints = (*base.constraints, *constraints)
     namespace = {
-        "__annotations__": {p.name: Scalar for p in new},
+        "__annotations__": {
+            p.name: Scalar if p.profile is None else Float[Array, " profile"]
+            for p in new
+        },
         **{p.name: eqx.field(default=p.default, converter=_float_array) for p in new},
         "__module__": base.__module__ if base is not AbstractParams else "ebm",
         "__doc__": f"{doc}\n\n{table(declarations)}\n" if doc else table(declarations),

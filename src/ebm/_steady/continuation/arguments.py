@@ -26,6 +26,13 @@ def _check_parameter(params: Params, parameter: str) -> None:
     names = type(params).field_names()
     if parameter not in names:
         raise ValueError(f"`parameter` must be one of {names}, got {parameter!r}.")
+    if type(params).declaration(parameter).profile is not None:
+        raise ValueError(
+            f"`parameter` must be a scalar parameter to walk in, got {parameter!r}, "
+            "a profile: walk in a scalar that scales it (a term of your own with a "
+            "factor), or in another parameter, and differentiate the result with "
+            f"respect to {parameter!r}."
+        )
 
 
 def walk_arguments(

@@ -1,0 +1,63 @@
+r"""Meridional heat transport by diffusion, with a diffusivity that varies in latitude.
+
+$$\mathcal{D}(T) = \frac{1}{\cos\phi}\frac{\partial}{\partial\phi}
+\left(D(\phi)\cos\phi\,\frac{\partial T}{\partial\phi}\right),$$
+
+in W m-2, with $D(\phi)$ in W m-2 K-1 given on every cell bound $\phi_{i+1/2}$ (the
+parameter `D_bounds`, `grid.n_lat + 1` values from the South Pole to the North
+Pole; a scalar means the same value everywhere, which is `ebm.DiffusiveTransport`
+with `D`). climlab's `MeridionalHeatDiffusion` takes its `D` the same way, an array
+on the bounds.
+
+The discretisation is `ebm.DiffusiveTransport`'s, conservative finite volumes: the
+flux through bound $i + 1/2$ is
+
+$$F_{i+1/2} = D_{i+1/2}\cos\phi_{i+1/2}\,\frac{T_{i+1} - T_i}{\Delta\phi},$$
+
+zero at the poles whatever $D$ is there, and the convergence in cell $i$ is
+$(F_{i+1/2} - F_{i-1/2}) / \Delta(\sin\phi)_i$. So the two polar values of
+`D_bounds` never enter, and where $T_{i+1} = T_i$ (the equator of a symmetric
+climate) $D_{i+1/2}$ does not either: a profile fitted to temperatures is
+determined only where the temperature gradient is not small.
+"""
+
+import jax.numpy as jnp
+
+from ..._constants import EARTH_RADIUS, PETAWATT
+from ..._custom_types import EdgeValues, Flux, Temperature
+from ..._model.grid import Grid
+from ..._model.parameters import AbstractParams, Parameter
+from ..base import AbstractTransport
+
+
+D_BOUNDS = Parameter(
+    "D_bounds",
+    0.555,
+    "W m-2 K-1",
+    "meridional heat diffusivity on each cell bound",
+    lower=0.0,
+    transform="log",
+    profile="bounds",
+)
+
+
+def _flux(T: Temperature, params: AbstractParams, grid: Grid) -> EdgeValues:
+    """`D cos(lat) dT/dlat` on every bound, W m-2, zero at the poles."""
+    gradient = jnp.diff(T) / grid.spacing
+    gradient = jnp.concatenate([jnp.zeros(1), gradient, jnp.zeros(1)])
+    return params.on_grid("D_bounds", grid) * grid.cos_lat_bounds * gradient
+
+
+class LatitudeDiffusiveTransport(AbstractTransport):
+    """Down-gradient diffusion of temperature with a diffusivity `D_bounds` given on
+    every cell bound."""
+
+    parameters = (D_BOUNDS,)
+    tridiagonal = True
+
+    def flux(self, T: Temperature, params: AbstractParams, grid: Grid) -> EdgeValues:
+        """Northward heat transport through each bound, PW."""
+        return -2.0 * jnp.pi * EARTH_RADIUS**2 * _flux(T, params, grid) / PETAWATT
+
+    def convergence(self, T: Temperature, params: AbstractParams, grid: Grid) -> Flux:
+        return jnp.diff(_flux(T, params, grid)) / (2.0 * grid.area_weights)
