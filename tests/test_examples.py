@@ -143,3 +143,12 @@ def test_custom_term_example_runs(tmp_path):
     )
     assert float(difference.split()[-1]) < 1e-6
     assert "refused: `c` must be >= 0 W m-2 K-3, got -1.0." in result.stdout
+
+
+def test_fit_diffusivity_profile_example_runs(tmp_path):
+    # All 31 values of a D(lat) profile from one synthetic equilibrium at 30 cells.
+    result = _run_example("fit_diffusivity_profile.py", "--fast", cwd=tmp_path)
+    assert "converged in" in result.stdout and "NOT" not in result.stdout
+    error = next(line for line in result.stdout.splitlines() if "poleward" in line)
+    assert float(error.split()[-1]) < 1e-2
+    assert (tmp_path / "fit_diffusivity_profile.png").stat().st_size > 10_000
