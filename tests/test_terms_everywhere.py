@@ -1,0 +1,101 @@
+"""Each of ebm's optional terms through every entry point, by its own parameter.
+
+For each term and one of its parameters: the snowball fold's derivative (implicit,
+through the extended system) against central differences, a continuation whose
+fold `ebm.fold` refines, `ebm.fit` recovering the parameter from a
+synthetic equilibrium, `ebm.sensitivity` (forward mode) against `jax.grad`, and
+`ebm.ensemble`'s gradients against each member's. The profile parameter of
+`ebm.LatitudeDiffusiveTransport` has its own file (test_latitude_diffusivity.py).
+"""
+
+import equinox as eqx
+import jax
+import numpy as np
+import optax
+import pytest
+
+import ebm
+
+
+GRID = ebm.Grid(18)
+
+# (term, model, the parameter, its value, a finite-difference step). The grey
+# body at emissivity 0.70 keeps an ice cap far enough from the small-ice-cap
+# fold for finite differences to converge (0.68 is close to it on this grid).
+CASES = {
+    "grey-body": (
+        dict(longwave=ebm.GreyBodyLongwave()),
+        dict(emissivity=0.70),
+        "emissivity",
+        1e-6,
+    ),
+    "co2": (dict(forcing=ebm.CO2Forcing()), dict(CO2=560.0), "CO2", 1e-3),
+}
+
+
+@pytest.fixture(params=sorted(CASES), scope="module")
+def case(request):
+    terms, values, name, step = CASES[request.param]
+    model = ebm.EnergyBalanceModel(grid=GRID, **terms)
+    return model, model.Params(**values), name, step
+
+
+def _central(fn, params, name, step):
+    def at(value):
+        return float(fn(eqx.tree_at(lambda p: getattr(p, name), params, value)))
+
+    value = float(getattr(params, name))
+    return (at(value + step) - at(value - step)) / (2 * step)
+
+
+def test_snowball_fold_and_its_derivative(case):
+    model, params, name, step = case
+    branch = ebm.continuation(params, "S0", stop=900.0, model=model)
+    assert branch.folds, "the walk towards a snowball passes the fold"
+    refined = ebm.fold(params, "S0", guess=branch.folds[0], model=model)
+    assert float(refined.value) == pytest.approx(float(branch.folds[0].value), rel=1e-6)
+
+    def snowball(p):
+        return ebm.fold(p, "S0", guess=branch.folds[0], model=model).value
+
+    gradient = jax.grad(snowball)(params)
+    central = _central(snowball, params, name, 10 * step)
+    assert float(getattr(gradient, name)) == pytest.approx(central, rel=1e-5)
+
+
+def test_fit_recovers_the_parameter(case):
+    model, params, name, _ = case
+    target = ebm.equilibrium(params, model=model).T
+    start = eqx.tree_at(
+        lambda p: getattr(p, name), params, 1.02 * getattr(params, name)
+    )
+    result = ebm.fit(
+        start, target, fit=(name,), model=model, optimizer=optax.lbfgs(), gtol=1e-10
+    )
+    assert result.converged
+    fitted = float(getattr(result.params, name))
+    assert fitted == pytest.approx(float(getattr(params, name)), rel=1e-6)
+
+
+def test_forward_and_reverse_mode_and_ensembles_agree(case):
+    model, params, name, _ = case
+
+    def mean(p):
+        return ebm.equilibrium(p, model=model).global_mean
+
+    gradient = jax.grad(mean)(params)
+    jacobian = ebm.sensitivity(params, names=(name, "D"), model=model)
+    for field in (name, "D"):
+        assert float(jacobian[field]) == pytest.approx(
+            float(getattr(gradient, field)), rel=1e-9
+        )
+    value = float(getattr(params, name))
+    members = ebm.sweep(params, **{name: [value, 1.01 * value]})
+    ensemble = ebm.ensemble(members, model=model, gradient="global_mean")
+    for index, member in enumerate((value, 1.01 * value)):
+        one = eqx.tree_at(lambda p: getattr(p, name), params, member)
+        expected = float(getattr(jax.grad(mean)(one), name))
+        assert float(getattr(ensemble.gradient, name)[index]) == pytest.approx(
+            expected, rel=1e-9
+        )
+    assert np.all(ensemble.ok)
