@@ -260,7 +260,7 @@ def test_sweep_and_ensemble_check_their_input():
         ebm.ensemble(members, block_size=0)
     with pytest.raises(ValueError, match="`task` must be one of"):
         ebm.ensemble(members, "spinup")
-    with pytest.raises(ValueError, match="scalars or 1-d arrays of one length"):
+    with pytest.raises(ValueError, match="one value each or batches of one length"):
         ebm.ensemble(ebm.Params())
     with pytest.raises(ValueError, match="`params` must hold one value per field"):
         ebm.sweep(members, S0=[1300.0, 1400.0])
