@@ -7,23 +7,13 @@ whether `ebm.Params` holds it (the others come with `model.Params` for a model
 with that term).
 """
 
-import importlib
-import pkgutil
-
 import ebm
-import ebm._physics
+from ebm._physics.catalogue import term_classes
 
 
 def _terms() -> list[type]:
-    for module in pkgutil.walk_packages(ebm._physics.__path__, "ebm._physics."):
-        importlib.import_module(module.name)
-    terms, pending = [], list(ebm.AbstractTerm.__subclasses__())
-    while pending:
-        term = pending.pop(0)
-        pending.extend(term.__subclasses__())
-        if term.__module__.startswith("ebm.") and term.parameters:
-            terms.append(term)
-    return sorted(set(terms), key=lambda term: term.__name__)
+    """ebm's terms that declare parameters (see `ebm._physics.catalogue`)."""
+    return [term for term in term_classes() if term.parameters]
 
 
 def _parameter_table() -> str:
