@@ -20,7 +20,8 @@ at the given parameters, held fixed (`ebm.PrescribedAlbedo`): no ice-albedo
 feedback."""
 
 
-def _number(x) -> str:
+def number_text(x) -> str:
+    """A number as `%g`, or a profile as its numbers, comma-separated."""
     import numpy as np
 
     if np.ndim(x) == 0:
@@ -166,7 +167,7 @@ def add_common(parser: argparse.ArgumentParser, plot: str | None, **terms) -> No
             type=_parse_value(parameter),
             default=None,
             metavar="X",
-            help=f"{parameter.long_name} ({_number(parameter.default)}{units}; "
+            help=f"{parameter.long_name} ({number_text(parameter.default)}{units}; "
             f"{parameter.allowed}{needs})".replace("%", "%%"),
         )
 
