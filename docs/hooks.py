@@ -2,28 +2,26 @@
 
 `<!-- ebm:parameters -->` in a page becomes the table of every parameter that one
 of ebm's terms declares (every final term under `ebm._physics`): its name, default,
-units, allowed range, fit transform, meaning, the terms that declare it, and
-whether `ebm.Params` holds it (the others come with `model.Params` for a model
-with that term).
+units, allowed range, fit transform, meaning, the terms that declare it (with the
+`ebm` flag that selects each), and whether `ebm.Params` holds it (the others come
+with `model.Params` for a model with that term).
 """
 
-import importlib
-import pkgutil
-
 import ebm
-import ebm._physics
+from ebm._cli.common import kind_flag, number_text
+from ebm._physics.catalogue import cli_name, kind_of, selectable, term_classes
 
 
 def _terms() -> list[type]:
-    for module in pkgutil.walk_packages(ebm._physics.__path__, "ebm._physics."):
-        importlib.import_module(module.name)
-    terms, pending = [], list(ebm.AbstractTerm.__subclasses__())
-    while pending:
-        term = pending.pop(0)
-        pending.extend(term.__subclasses__())
-        if term.__module__.startswith("ebm.") and term.parameters:
-            terms.append(term)
-    return sorted(set(terms), key=lambda term: term.__name__)
+    """ebm's terms that declare parameters (see `ebm._physics.catalogue`)."""
+    return [term for term in term_classes() if term.parameters]
+
+
+def _selection(term) -> str:
+    """How the `ebm` command selects `term`, or that it cannot."""
+    if term not in selectable(kind_of(term)).values():
+        return "not by name"
+    return f"{kind_flag(kind_of(term))} {cli_name(term)}"
 
 
 def _parameter_table() -> str:
@@ -37,9 +35,11 @@ def _parameter_table() -> str:
     rows = []
     for name in order:
         parameter, owners = parameters[name]
-        declared_by = ", ".join(f"`{term.__name__}`" for term in owners)
+        declared_by = ", ".join(
+            f"`{term.__name__}` (`{_selection(term)}`)" for term in owners
+        )
         rows.append(
-            f"| `{name}` | {parameter.default:g} | {parameter.units} | "
+            f"| `{name}` | {number_text(parameter.default)} | {parameter.units} | "
             f"{parameter.allowed} | {parameter.transform} | {parameter.long_name} | "
             f"{declared_by} | {'yes' if name in in_params else 'with the term'} |"
         )

@@ -326,3 +326,175 @@ def test_cli_says_when_it_is_compiling(capsys):
             jax.block_until_ready(fn(jnp.linspace(0.0, 2.0, 16)))
     assert not notice.said
     assert capsys.readouterr().err == ""
+
+
+def test_term_names_are_derived_from_the_class_names():
+    import ebm
+    from ebm._physics.catalogue import cli_name, selectable, term_classes
+
+    assert cli_name(ebm.GreyBodyLongwave) == "grey-body"
+    assert cli_name(ebm.CO2Forcing) == "co2"
+    assert cli_name(ebm.SubgridIceAlbedo) == "subgrid-ice"
+    assert cli_name(ebm.P2Insolation) == "p2"
+    # Every final term that ebm exports is found by walking ebm._physics.
+    exported = {
+        value
+        for value in vars(ebm).values()
+        if isinstance(value, type)
+        and issubclass(value, ebm.AbstractTerm)
+        and not value.__name__.startswith("Abstract")
+    }
+    assert exported <= set(term_classes())
+    # Terms a name alone cannot build are found, but not offered.
+    assert ebm.PrescribedAlbedo in term_classes()
+    assert ebm.PrescribedAlbedo not in selectable("albedo").values()
+    assert ebm.LandOceanHeatCapacity not in selectable("heat_capacity").values()
+
+
+def _choices(command, option):
+    from ebm._cli.main import _parser
+
+    subparsers = _parser()._subparsers._group_actions[0]
+    (action,) = (
+        action
+        for action in subparsers.choices[command]._actions
+        if option in action.option_strings
+    )
+    return action
+
+
+@pytest.mark.parametrize("command", SUBCOMMANDS)
+def test_help_lists_the_terms_and_their_parameters(capsys, command):
+    from ebm._physics.catalogue import selectable
+
+    with pytest.raises(SystemExit):
+        main([command, "--help"])
+    out = " ".join(capsys.readouterr().out.split())
+    for flag, kind in [("--longwave", "longwave"), ("--forcing-term", "forcing")]:
+        assert f"{flag} NAME" in out
+        assert list(_choices(command, flag).choices)[: len(selectable(kind))] == list(
+            selectable(kind)
+        )
+    assert "grey-body (GreyBodyLongwave)" in out and "co2 (CO2Forcing)" in out
+    assert "fixed (this model's equilibrium's albedo" in out
+    # A parameter of a term that is not a default says its units and its term.
+    assert "--CO2 X atmospheric CO2 concentration (280, ppm; > 0 ppm; needs " in out
+    assert "--emissivity X" in out and "needs --longwave grey-body" in out
+
+
+def test_seasonal_defaults_to_the_daily_insolation():
+    assert _choices("seasonal", "--insolation").default == "daily"
+    assert _choices("equilibrium", "--insolation").default == "p2"
+
+
+@pytest.mark.parametrize(
+    "flags, expected",
+    [
+        (["--emissivity", "0.7"], "`--emissivity` needs --longwave grey-body"),
+        (["--CO2", "560"], "`--CO2` needs --forcing-term co2: it is a parameter of"),
+        (
+            ["--longwave", "grey-body", "--B", "1.5"],
+            "`--B` needs --longwave linear",
+        ),
+        (
+            ["--obliquity", "30"],
+            "`--obliquity` needs --insolation annual-mean or --insolation daily",
+        ),
+    ],
+)
+def test_a_parameter_of_a_term_not_selected_is_refused(capsys, flags, expected):
+    assert main(["equilibrium", "--n-lat", "6", "--no-plot", *flags]) == 2
+    err = capsys.readouterr().err
+    assert expected in err and _one_line(err)
+
+
+def test_an_unknown_term_is_a_usage_error(capsys):
+    with pytest.raises(SystemExit) as info:
+        main(["equilibrium", "--longwave", "cubic"])
+    assert info.value.code == 2
+    err = capsys.readouterr().err
+    assert "invalid choice: 'cubic'" in err and "grey-body" in err and _one_line(err)
+
+
+def test_grey_body_equilibrium_is_the_librarys(capsys, tmp_path):
+    import jax
+    import numpy as np
+
+    import ebm
+
+    netcdf = tmp_path / "grey.nc"
+    argv = ["equilibrium", "--n-lat", "12", "--longwave", "grey-body"]
+    argv += ["--emissivity", "0.68", "--no-plot", "--netcdf", str(netcdf)]
+    report = _json(capsys, argv)
+    model = ebm.EnergyBalanceModel(grid=ebm.Grid(12), longwave=ebm.GreyBodyLongwave())
+    params = model.Params(emissivity=0.68)
+    state = ebm.equilibrium(params, model=model)
+    gradient = jax.grad(lambda p: ebm.equilibrium(p, model=model).global_mean)(params)
+    assert report["terms"]["longwave"] == "grey-body"
+    assert report["params"]["emissivity"] == 0.68 and report["params"]["tau"] == 0.95
+    assert report["global_mean_degC"] == pytest.approx(
+        float(state.global_mean), rel=0, abs=1e-10
+    )
+    for name in ("emissivity", "tau", "D"):
+        assert report["d_global_mean_d"][name] == pytest.approx(
+            float(getattr(gradient, name)), rel=1e-10
+        )
+    dataset = ebm.load(netcdf)
+    assert dataset.attrs["param_emissivity"] == 0.68
+    assert dataset.attrs["param_emissivity_units"] == "1"
+    # The grey body's outgoing longwave, not the linear one, is written.
+    olr = np.asarray(model.outgoing_longwave(state.T, params))
+    assert dataset["outgoing_longwave"].values == pytest.approx(olr, rel=1e-12)
+
+
+def test_sensitivity_reports_the_climate_sensitivity_per_doubling(capsys, tmp_path):
+    import math
+
+    import ebm
+
+    argv = ["sensitivity", "--n-lat", "12", "--forcing-term", "co2", "--CO2", "400"]
+    argv += ["--B", "1.6", "--no-plot"]
+    # Albedo held at the equilibrium's: the no-feedback sensitivity, 5.35 ln 2 / B.
+    netcdf = tmp_path / "co2.nc"
+    held = _json(capsys, [*argv, "--albedo", "fixed", "--netcdf", str(netcdf)])
+    per_doubling = held["climate_sensitivity_per_CO2_doubling_K"]
+    assert per_doubling == pytest.approx(5.35 * math.log(2.0) / 1.6, rel=1e-9)
+    assert per_doubling == pytest.approx(
+        math.log(2.0) * 400 * held["d_global_mean_d_CO2_K_per_ppm"], rel=1e-12
+    )
+    assert not any(held["jacobian"]["a0"])  # the albedo does not move
+    dataset = ebm.load(netcdf)
+    assert dataset.attrs["param_CO2"] == 400.0
+    assert dataset.attrs["param_CO2_units"] == "ppm"
+    # With the ice-albedo feedback the ice retreats and the warming is larger.
+    free = _json(capsys, [*argv, "--output", "global_mean", "--names", "CO2"])
+    assert free["climate_sensitivity_per_CO2_doubling_K"] > 1.001 * per_doubling
+    assert free["jacobian"]["CO2"] == free["d_global_mean_d_CO2_K_per_ppm"]
+
+
+def test_no_per_doubling_sensitivity_without_a_co2_term(capsys):
+    argv = ["sensitivity", "--n-lat", "6", "--output", "global_mean", "--names", "B"]
+    report = _json(capsys, [*argv, "--no-plot"])
+    assert "climate_sensitivity_per_CO2_doubling_K" not in report
+
+
+def test_a_profile_parameter_takes_a_number_or_a_list():
+    import argparse
+    import dataclasses
+
+    import numpy as np
+
+    import ebm
+    from ebm._cli.common import _parse_value
+
+    @dataclasses.dataclass(frozen=True)
+    class ProfileParameter(ebm.Parameter):
+        ndim: int = 1
+
+    profile = ProfileParameter("D_profile", 0.5, "W m-2 K-1", "a profile")
+    assert _parse_value(profile)("0.3") == 0.3
+    assert np.array_equal(_parse_value(profile)("0.1,0.2"), [0.1, 0.2])
+    scalar = ebm.Parameter("D", 0.5, "W m-2 K-1", "a number")
+    assert _parse_value(scalar)("0.3") == 0.3
+    with pytest.raises(argparse.ArgumentTypeError, match="expected a number"):
+        _parse_value(scalar)("0.1,0.2")

@@ -152,3 +152,39 @@ def test_fit_diffusivity_profile_example_runs(tmp_path):
     error = next(line for line in result.stdout.splitlines() if "poleward" in line)
     assert float(error.split()[-1]) < 1e-2
     assert (tmp_path / "fit_diffusivity_profile.png").stat().st_size > 10_000
+
+
+def test_grey_body_example_runs(tmp_path):
+    # The script exits non-zero when the implicit gradient with respect to the
+    # emissivity disagrees with central finite differences.
+    result = _run_example("grey_body.py", "--fast", cwd=tmp_path)
+    rows = {
+        line.split()[0]: line.split()
+        for line in result.stdout.splitlines()
+        if line.startswith(("  grey", "  linear"))
+    }
+    # The grey body's feedback grows with temperature and is stronger than B = 2,
+    # so it responds less to a forcing than the linear OLR.
+    grey, linear = rows["grey"], rows["linear"]
+    assert float(grey[5]) > float(grey[4]) > 2.0 == float(linear[5])
+    assert float(grey[-1]) < float(linear[-1])
+    difference = next(
+        line for line in result.stdout.splitlines() if "relative difference" in line
+    )
+    assert float(difference.split()[-1]) < 1e-6
+    assert (tmp_path / "grey_body.png").stat().st_size > 10_000
+
+
+def test_co2_sensitivity_example_runs(tmp_path):
+    # The script exits non-zero unless the sensitivity without the ice-albedo
+    # feedback is 5.35 ln 2 / B.
+    result = _run_example("co2_sensitivity.py", "--fast", cwd=tmp_path)
+    lines = result.stdout.splitlines()
+    held = next(line for line in lines if line.startswith("  albedo held fixed  "))
+    derivative, warming = (float(word) for word in held.split()[3::2])
+    # Printed to 1e-4 K; the script itself checks 5.35 ln 2 / B to 1e-9.
+    assert derivative == warming
+    assert derivative == pytest.approx(5.35 * 0.6931471805599453 / 2.0, abs=1e-4)
+    amplification = next(line for line in lines if "amplification" in line)
+    assert float(amplification.split()[-1]) > 1.0
+    assert (tmp_path / "co2_sensitivity.png").stat().st_size > 10_000

@@ -1,19 +1,116 @@
-"""What every subcommand of the `ebm` command shares: the common flags and the
-model's parameter flags, the parameters and grid they give, the plot and netCDF
-file a subcommand writes, the check that those files can be written, and the
-printing of a report."""
+"""What every subcommand shares: the common flags, the flags that choose the model's
+terms and set their parameters, the model and parameters they give, the plot and
+netCDF file a subcommand writes, the check that those files can be written, and the
+printing of a report.
+
+The terms are ebm's own, found by `ebm._physics.catalogue`: one flag per kind of
+term (`--longwave NAME`, `--albedo NAME`, ...; `--forcing-term NAME`, since `--forcing`
+is the uniform forcing's parameter), whose choices are the terms of that kind that a
+name alone can build, and one flag per parameter any of them declares (`--D X`). A
+parameter flag for a term the model does not have is an error, not ignored.
+"""
 
 import argparse
+import functools
 
-import numpy as np
+
+FIXED_ALBEDO = "fixed"
+"""`--albedo fixed`: the albedo of this model's equilibrium with the default albedo,
+at the given parameters, held fixed (`ebm.PrescribedAlbedo`): no ice-albedo
+feedback."""
 
 
-def add_common(parser: argparse.ArgumentParser, plot: str | None) -> None:
-    """The flags every subcommand takes: `--n-lat`, `--json`, `--plot FILE` and
-    `--no-plot` (when `plot` names a default file), `--netcdf FILE`, and one flag per
-    parameter the model's terms declare (`--D X`; `--ice_width` also as
-    `--ice-width`), with its long name, default, units and range."""
+def number_text(x) -> str:
+    """A number as `%g`, or a profile as its numbers, comma-separated."""
+    import numpy as np
+
+    if np.ndim(x) == 0:
+        return f"{float(x):g}"
+    return ",".join(f"{float(v):g}" for v in np.ravel(x))
+
+
+@functools.cache
+def declarations() -> dict:
+    """`{name: (Parameter, term classes that declare it)}` for every parameter of
+    ebm's terms: those of `ebm.Params` first, in its order, then the others."""
     from .._model.params import Params
+    from .._physics.catalogue import term_classes
+
+    found: dict = {}
+    for term in term_classes():
+        for parameter in term.parameters:
+            found.setdefault(parameter.name, (parameter, []))[1].append(term)
+    known = Params.field_names()
+    order = [*known, *(name for name in found if name not in known)]
+    return {name: (found[name][0], tuple(found[name][1])) for name in order}
+
+
+def kind_flag(kind: str) -> str:
+    """The flag that chooses the term of `kind`: `--KIND` (`--heat-capacity`), or
+    `--KIND-term` where a parameter already has the name `--KIND`."""
+    flag = f"--{kind.replace('_', '-')}"
+    return f"{flag}-term" if kind in declarations() else flag
+
+
+def default_terms(**defaults) -> dict:
+    """The term class of each kind that `EnergyBalanceModel` has by default, or as
+    `defaults` gives it (`insolation=DailyInsolation`)."""
+    from .._model.model import EnergyBalanceModel
+    from .._physics.catalogue import KINDS
+
+    fields = EnergyBalanceModel.__dataclass_fields__
+    return {kind: defaults.get(kind, type(fields[kind].default)) for kind in KINDS}
+
+
+def _how_to_select(terms) -> str:
+    """How to select one of `terms` on the command line, or why it cannot be."""
+    from .._physics.catalogue import cli_name, kind_of, selectable
+
+    ways = [
+        f"{kind_flag(kind_of(term))} {cli_name(term)}"
+        for term in terms
+        if selectable(kind_of(term)).get(cli_name(term)) is term
+    ]
+    if not ways:
+        return "a term that the command line cannot build (it takes arguments)"
+    return " or ".join(ways)
+
+
+def _parse_value(parameter):
+    """The `type=` of a parameter's flag: a number, or, for a parameter whose value
+    is a profile (`ndim` > 0), a number (the same everywhere) or a comma-separated
+    list."""
+    ndim = getattr(parameter, "ndim", 0)
+
+    def parse(text: str):
+        try:
+            values = [float(item) for item in text.split(",")]
+        except ValueError:
+            values = []
+        if not values or (ndim == 0 and len(values) > 1):
+            expected = "a number" if ndim == 0 else "a number or numbers a,b,..."
+            raise argparse.ArgumentTypeError(f"expected {expected}, got {text!r}")
+        if len(values) == 1:
+            return values[0]
+        import numpy as np
+
+        return np.asarray(values)
+
+    parse.__name__ = parameter.name
+    return parse
+
+
+def add_common(parser: argparse.ArgumentParser, plot: str | None, **terms) -> None:
+    """The flags every subcommand takes.
+
+    `--n-lat`, `--json`, `--plot FILE` and `--no-plot` (when `plot` names a default
+    file), `--netcdf FILE`; one flag per kind of term, defaulting to
+    `EnergyBalanceModel`'s or to `terms` (`insolation=DailyInsolation`); and one flag
+    per parameter that ebm's terms declare (`--D X`; `--ice_width` also as
+    `--ice-width`), with its long name, default, units and range, and, for a
+    parameter of none of the default terms, the flag that selects its term.
+    """
+    from .._physics.catalogue import KINDS, cli_name, selectable
 
     parser.add_argument("--n-lat", type=int, default=60, help="latitude cells (60)")
     parser.add_argument("--json", action="store_true", help="print JSON, not text")
@@ -25,23 +122,53 @@ def add_common(parser: argparse.ArgumentParser, plot: str | None) -> None:
     parser.add_argument(
         "--netcdf", metavar="FILE", default=None, help="write the result as netCDF"
     )
-    group = parser.add_argument_group(
-        "parameters (defaults: climlab's; ice_width, forcing and today's orbit are "
-        "ebm's)"
-    )
-    for parameter in Params.declarations:
-        spellings = [f"--{parameter.name}"]
-        if "_" in parameter.name:
-            spellings.append(f"--{parameter.name.replace('_', '-')}")
-        units = "" if parameter.units == "1" else f", {parameter.units}"
+    defaults = default_terms(**terms)
+    group = parser.add_argument_group("terms of the model (ebm's; defaults: climlab's)")
+    for kind, base in KINDS.items():
+        choices = list(selectable(kind))
+        described = [
+            f"{name} ({term.__name__})" for name, term in selectable(kind).items()
+        ]
+        if kind == "albedo":
+            choices.append(FIXED_ALBEDO)
+            described.append(
+                f"{FIXED_ALBEDO} (this model's equilibrium's albedo with "
+                f"{cli_name(defaults[kind])}, held fixed: no ice-albedo feedback)"
+            )
+        summary = base.__doc__.strip().splitlines()[0].rstrip(".").split(", ")[0]
         group.add_argument(
+            kind_flag(kind),
+            dest=f"{kind}_term",
+            default=cli_name(defaults[kind]),
+            choices=choices,
+            metavar="NAME",
+            help=f"{summary}: {', '.join(described)}; default "
+            f"{cli_name(defaults[kind])}".replace("%", "%%"),
+        )
+    groups = {
+        True: parser.add_argument_group(
+            "parameters of those terms (defaults: climlab's; ice_width, forcing and "
+            "today's orbit are ebm's)"
+        ),
+        False: parser.add_argument_group(
+            "parameters of other terms (each needs its term selected)"
+        ),
+    }
+    for name, (parameter, owners) in declarations().items():
+        spellings = [f"--{name}"]
+        if "_" in name:
+            spellings.append(f"--{name.replace('_', '-')}")
+        units = "" if parameter.units == "1" else f", {parameter.units}"
+        by_default = any(term in defaults.values() for term in owners)
+        needs = "" if by_default else f"; needs {_how_to_select(owners)}"
+        groups[by_default].add_argument(
             *spellings,
-            dest=parameter.name,
-            type=float,
+            dest=name,
+            type=_parse_value(parameter),
             default=None,
             metavar="X",
-            help=f"{parameter.long_name} ({parameter.default:g}{units}; "
-            f"{parameter.allowed})".replace("%", "%%"),
+            help=f"{parameter.long_name} ({number_text(parameter.default)}{units}; "
+            f"{parameter.allowed}{needs})".replace("%", "%%"),
         )
 
 
@@ -58,32 +185,124 @@ def limits(arguments, name: str = "max_steps") -> dict:
     return {} if value is None else {name: value}
 
 
-def make_params(arguments):
-    """`ebm.Params` with the parameter flags that were given, the rest defaults."""
-    from .._model.params import Params
+def term_names(arguments) -> dict:
+    """The command-line name of each kind's term that was chosen, by kind."""
+    from .._physics.catalogue import KINDS
 
-    overrides = {
-        name: getattr(arguments, name)
-        for name in Params.field_names()
-        if getattr(arguments, name) is not None
-    }
-    return Params(**overrides)
+    return {kind: getattr(arguments, f"{kind}_term") for kind in KINDS}
 
 
-def setup(arguments):
-    """The parameters and grid every subcommand starts from."""
+def _term_classes(arguments) -> dict:
+    """The term class of each kind that was chosen (`--albedo fixed`: the default
+    albedo, whose equilibrium's albedo is held)."""
+    from .._physics.catalogue import selectable
+
+    classes = {}
+    for kind, name in term_names(arguments).items():
+        if kind == "albedo" and name == FIXED_ALBEDO:
+            classes[kind] = default_terms()[kind]
+        else:
+            classes[kind] = selectable(kind)[name]
+    return classes
+
+
+def check_parameter_flags(arguments, terms) -> None:
+    """Refuse a parameter flag that none of the term classes `terms` declares.
+
+    **Raises:**
+
+    - `ValueError`: naming the flag, the terms that declare it and how to select
+        one.
+    """
+    declared = {parameter.name for term in terms for parameter in term.parameters}
+    for name, (_, owners) in declarations().items():
+        if getattr(arguments, name, None) is None or name in declared:
+            continue
+        raise ValueError(
+            f"`--{name}` needs {_how_to_select(owners)}: it is a parameter of "
+            f"{' or '.join(term.__name__ for term in owners)}, which this model does "
+            "not have."
+        )
+
+
+def make_params(arguments, container):
+    """The parameters `container` (a model's `Params`) with the parameter flags that
+    were given, the rest defaults. A number given for a profile (a parameter with
+    `ndim` > 0) is the same at every point of it."""
+    import numpy as np
+
+    defaults = container()
+    overrides = {}
+    for name in container.field_names():
+        value = getattr(arguments, name, None)
+        if value is None:
+            continue
+        shape = np.shape(getattr(defaults, name))
+        if np.ndim(value) == 0 and shape != ():
+            value = np.broadcast_to(value, shape)
+        overrides[name] = value
+    return container(**overrides)
+
+
+def setup(arguments, grid=None, start=None):
+    """The model the term flags choose, on `grid` (default: `--n-lat` cells), and
+    its parameters from the parameter flags.
+
+    `--albedo fixed` holds the albedo of the equilibrium from `start` (default the
+    subcommand's `--start`, else `"present"`) of the model with the default albedo.
+
+    **Raises:**
+
+    - `ValueError`: for a parameter flag whose term the model does not have, or a
+        parameter out of its range.
+    """
     from .._model.grid import Grid
+    from .._model.model import EnergyBalanceModel
 
-    return make_params(arguments), Grid(arguments.n_lat)
+    grid = Grid(arguments.n_lat) if grid is None else grid
+    classes = _term_classes(arguments)
+    check_parameter_flags(arguments, classes.values())
+    model = EnergyBalanceModel(
+        grid=grid, **{kind: term() for kind, term in classes.items()}
+    )
+    params = make_params(arguments, model.Params)
+    if term_names(arguments)["albedo"] == FIXED_ALBEDO:
+        start = getattr(arguments, "start", "present") if start is None else start
+        model, params = _fixed_albedo(model, params, start)
+    return model, params
+
+
+def _fixed_albedo(model, params, start):
+    """`model` with its albedo held at that of its equilibrium from `start`, and
+    `params` in the new model's container."""
+    from .._model.model import EnergyBalanceModel
+    from .._physics.albedo.prescribed import PrescribedAlbedo
+    from .._physics.catalogue import KINDS
+    from .._steady.equilibrium import equilibrium
+
+    try:
+        reference = equilibrium(params, model=model, start=start)
+    except ValueError as error:
+        raise ValueError(
+            f"`--albedo {FIXED_ALBEDO}` holds the albedo of an equilibrium: {error}"
+        ) from None
+    albedo = PrescribedAlbedo(model.albedo(reference.T, params, model.grid))
+    terms = {kind: getattr(model, kind) for kind in KINDS}
+    fixed = EnergyBalanceModel(grid=model.grid, **{**terms, "albedo": albedo})
+    values = {name: getattr(params, name) for name in type(params).field_names()}
+    return fixed, fixed.Params(**values)
 
 
 def floats(tree) -> dict:
-    """`{name: float}` for every field of a `Params` (or its gradient); a
-    profile's value is a list of floats."""
-    return {
-        name: np.asarray(getattr(tree, name), dtype=float).tolist()
-        for name in type(tree).field_names()
-    }
+    """`{name: value}` for every field of a `Params` (or its gradient): a float, or
+    a list for a profile."""
+    import numpy as np
+
+    values = {}
+    for name in type(tree).field_names():
+        value = np.asarray(getattr(tree, name))
+        values[name] = float(value) if value.ndim == 0 else value.tolist()
+    return values
 
 
 def plot_path(arguments):

@@ -37,12 +37,9 @@ def run(arguments) -> dict:
     """The equilibrium, its gradient and plots, as a report."""
     import jax
 
-    from .._model.model import EnergyBalanceModel
     from .._steady.equilibrium import equilibrium
 
-    params, grid = common.setup(arguments)
-    model = EnergyBalanceModel(grid=grid)
-
+    model, params = common.setup(arguments)
     limits = common.limits(arguments)
 
     def global_mean(params):
@@ -53,8 +50,9 @@ def run(arguments) -> dict:
     state = equilibrium(params, model=model, start=arguments.start, **limits)
     gradient = jax.grad(global_mean)(params)
     report = {
-        "n_lat": grid.n_lat,
+        "n_lat": model.grid.n_lat,
         "start": arguments.start,
+        "terms": common.term_names(arguments),
         "params": common.floats(params),
         "global_mean_degC": float(state.global_mean),
         "ice_edge_degN": float(state.ice_edge),
@@ -86,6 +84,8 @@ def print_summary(report: dict) -> None:
         f"{report['iterations']} iterations, residual {report['residual_W_m2']:.1e} "
         "W m-2)"
     )
+    terms = ", ".join(f"{kind} {name}" for kind, name in report["terms"].items())
+    print(f"  terms: {terms}")
     print(f"  global mean temperature  {report['global_mean_degC']:10.4f} degC")
     print(f"  ice edge                 {report['ice_edge_degN']:10.4f} degN")
     print("  d(global mean)/d(parameter), implicit differentiation:")

@@ -42,10 +42,9 @@ def run(arguments) -> dict:
     import optax
 
     from .._analysis.fit import fit
-    from .._model.params import Params
     from .._steady.equilibrium import equilibrium
 
-    params, grid = common.setup(arguments)
+    grid = None
     if arguments.target is not None:
         from .._edges.io import load
 
@@ -59,27 +58,31 @@ def run(arguments) -> dict:
         if not np.all(np.isfinite(target)):
             raise ValueError(f"`--target` {arguments.target}: T has non-finite values.")
         grid = _target_grid(arguments.target, dataset)  # the file's, not --n-lat
-    else:
+    model, params = common.setup(arguments, grid)
+    if arguments.target is None:
         truth = {}
         for item in arguments.truth:
             name, _, value = item.partition("=")
-            if name not in Params.field_names() or not value:
+            if name not in model.Params.field_names() or not value:
                 raise ValueError(
-                    f"`--truth` takes NAME=VALUE with NAME a parameter, got {item!r}."
+                    f"`--truth` takes NAME=VALUE with NAME a parameter of the model "
+                    f"({', '.join(model.Params.field_names())}), got {item!r}."
                 )
             truth[name] = float(value)
-        target = equilibrium(Params(**{**common.floats(params), **truth}), grid=grid).T
+        true_params = model.Params(**{**common.floats(params), **truth})
+        target = equilibrium(true_params, model=model).T
     result = fit(
         params,
         target,
         fit=tuple(arguments.fit),
-        grid=grid,
+        model=model,
         optimizer=optax.lbfgs(),
         steps=arguments.steps,
         progress=not (arguments.json or arguments.no_progress),
     )
     report = {
-        "n_lat": grid.n_lat,
+        "n_lat": model.grid.n_lat,
+        "terms": common.term_names(arguments),
         "fitted": {name: float(getattr(result.params, name)) for name in result.fitted},
         "initial": {name: float(getattr(params, name)) for name in result.fitted},
         "loss_K2": float(result.loss_history[-1]),
@@ -90,8 +93,8 @@ def run(arguments) -> dict:
     def plot(path):
         from .._edges.plot import plot_fit
 
-        initial = equilibrium(params, grid=grid)
-        fitted = equilibrium(result.params, grid=grid)
+        initial = equilibrium(params, model=model)
+        fitted = equilibrium(result.params, model=model)
         plot_fit(result, target, initial, fitted, path)
 
     return common.finish(report, result, result.params, arguments, plot)

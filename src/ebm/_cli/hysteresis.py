@@ -44,7 +44,7 @@ def run(arguments) -> dict:
     """The branch, its folds, and its plot."""
     from .._steady.continuation import continuation
 
-    params, grid = common.setup(arguments)
+    model, params = common.setup(arguments)
     stop = arguments.stop
     if stop is None:
         if arguments.parameter != "S0":
@@ -58,11 +58,12 @@ def run(arguments) -> dict:
         arguments.parameter,
         stop=stop,
         start=arguments.start,
-        grid=grid,
+        model=model,
         **common.limits(arguments, "max_points"),
     )
     report = {
-        "n_lat": grid.n_lat,
+        "n_lat": model.grid.n_lat,
+        "terms": common.term_names(arguments),
         "parameter": arguments.parameter,
         "from": float(getattr(params, arguments.parameter)),
         "stop": stop,

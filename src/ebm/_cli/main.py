@@ -13,8 +13,10 @@
 - `ebm memory`: memory and time of reverse mode under each checkpoint schedule.
 
 Every subcommand takes `--json` (print JSON instead of text), `--plot FILE` /
-`--no-plot`, `--netcdf FILE` (the result as CF netCDF, see `ebm.save`) and the model's
-`--n-lat` and parameters (`--D 0.3 ...`). Bad arguments or parameters print one line
+`--no-plot`, `--netcdf FILE` (the result as CF netCDF, see `ebm.save`), the model's
+`--n-lat`, its terms (`--longwave grey-body`, one flag per kind; see `common.py`) and
+the parameters of any term (`--D 0.3 ...`; one of a term the model does not have is
+an error). Bad arguments or parameters print one line
 on stderr and exit with status 2; a solve that fails prints one line (after the
 compile notice, if there was one) and exits with status 1. The long jobs show
 progress (`run`: diffrax's meter on stdout; `fit`: a line on stderr) unless `--json`
@@ -24,8 +26,9 @@ settings, 10-30 s for some on 2 cores).
 
 Each subcommand is one module of this package (`equilibrium.py`, `run.py`, ...), listed
 once in `COMMANDS`; `common.py` holds what they share. The names their options take
-(starts, steppers, adjoints, checkpoint schedules, outputs) are read from the
-library's tables, never typed again here.
+(starts, steppers, adjoints, checkpoint schedules, outputs, terms) are read from the
+library's tables and from the terms it finds (`ebm._physics.catalogue`), never typed
+again here.
 """
 
 import argparse

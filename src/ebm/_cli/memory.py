@@ -39,12 +39,10 @@ def add_parser(subparsers) -> None:
 
 def run(arguments) -> dict:
     """The memory table of `--schedules` at each `--steps`, and its plot."""
-    from .._model.grid import Grid
-    from .._model.model import EnergyBalanceModel
     from .._stepping.checkpoints import parse_checkpoint, resolve_checkpoint
     from .._stepping.memory import memory_table
 
-    params = common.make_params(arguments)
+    model, params = common.setup(arguments)
     schedules = [parse_checkpoint(name, "--schedules") for name in arguments.schedules]
     for schedule in schedules:
         resolve_checkpoint(schedule)  # reject a bad one before any work
@@ -52,11 +50,15 @@ def run(arguments) -> dict:
         arguments.steps,
         schedules,
         params=params,
-        model=EnergyBalanceModel(grid=Grid(arguments.n_lat)),
+        model=model,
         repeats=arguments.repeats,
         progress=(lambda *a: None) if arguments.json else print,
     )
-    report = {"n_lat": arguments.n_lat, "rows": rows}
+    report = {
+        "n_lat": arguments.n_lat,
+        "terms": common.term_names(arguments),
+        "rows": rows,
+    }
     if arguments.netcdf is not None:
         _memory_netcdf(rows, params, arguments.netcdf)
         report["netcdf"] = arguments.netcdf

@@ -85,7 +85,7 @@ def run(arguments) -> dict:
 
     from .._stepping.integrate import integrate, integrate_fixed
 
-    params, grid = common.setup(arguments)
+    model, params = common.setup(arguments)
     progress = not (arguments.json or arguments.no_progress)
     years = arguments.years
     if arguments.saves < 2:
@@ -97,7 +97,7 @@ def run(arguments) -> dict:
             return integrate(
                 params,
                 years=arguments.years,
-                grid=grid,
+                model=model,
                 T0=arguments.start,
                 adjoint=arguments.adjoint,
                 **common.limits(arguments),
@@ -130,7 +130,7 @@ def run(arguments) -> dict:
                 params,
                 dt=arguments.dt,
                 steps=steps,
-                grid=grid,
+                model=model,
                 T0=arguments.start,
                 stepper=arguments.stepper,
                 checkpoint=arguments.checkpoint,
@@ -144,8 +144,9 @@ def run(arguments) -> dict:
         )
     gradient = differentiate(lambda p: solve(p).global_mean)(params)
     report = {
-        "n_lat": grid.n_lat,
+        "n_lat": model.grid.n_lat,
         "years": years,
+        "terms": common.term_names(arguments),
         "method": how,
         "params": common.floats(params),
         "global_mean_degC": float(trajectory.global_mean),

@@ -8,6 +8,8 @@ NAME = "seasonal"
 
 def add_parser(subparsers) -> None:
     """`ebm seasonal` and its flags, on `subparsers`."""
+    from .._physics.insolation.daily import DailyInsolation
+
     parser = subparsers.add_parser(
         NAME,
         help="the seasonal cycle (periodic steady state)",
@@ -20,22 +22,23 @@ def add_parser(subparsers) -> None:
         "--steps-per-year", type=int, default=365, help="equal steps, >= 4 (365)"
     )
     common.add_max_steps(parser, "Newton step limit of the shooting (32)")
-    common.add_common(parser, "seasonal_cycle.png")
+    common.add_common(parser, "seasonal_cycle.png", insolation=DailyInsolation)
 
 
 def run(arguments) -> dict:
     """The cycle's diagnostics, and its plot."""
     from .._steady.seasonal import periodic_equilibrium
 
-    params, grid = common.setup(arguments)
+    model, params = common.setup(arguments)
     cycle = periodic_equilibrium(
         params,
-        grid=grid,
+        model=model,
         steps_per_year=arguments.steps_per_year,
         **common.limits(arguments),
     )
     report = {
-        "n_lat": grid.n_lat,
+        "n_lat": model.grid.n_lat,
+        "terms": common.term_names(arguments),
         "steps_per_year": arguments.steps_per_year,
         "params": common.floats(params),
         "newton_steps": int(cycle.num_steps),

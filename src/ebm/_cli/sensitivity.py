@@ -35,19 +35,21 @@ def add_parser(subparsers) -> None:
 
 
 def run(arguments) -> dict:
-    """The Jacobian of `--output`, and its plot."""
+    """The Jacobian of `--output`, and its plot; with a term that declares `CO2`,
+    also the climate sensitivity per doubling of CO2."""
     from .._analysis.fit import sensitivity
 
-    params, grid = common.setup(arguments)
+    model, params = common.setup(arguments)
     result = sensitivity(
         params,
         arguments.output,
         names=arguments.names,
-        grid=grid,
+        model=model,
         start=arguments.start,
     )
     report = {
-        "n_lat": grid.n_lat,
+        "n_lat": model.grid.n_lat,
+        "terms": common.term_names(arguments),
         "output": arguments.output,
         "params": common.floats(params),
         "jacobian": {
@@ -59,6 +61,7 @@ def run(arguments) -> dict:
             for name in result.names
         },
     }
+    report.update(_per_doubling(model, params, arguments, result))
 
     def plot(path):
         from .._edges.plot import plot_sensitivity
@@ -72,3 +75,33 @@ def run(arguments) -> dict:
         arguments,
         plot if arguments.output == "T" else "only --output T has a profile to plot",
     )
+
+
+def _per_doubling(model, params, arguments, result) -> dict:
+    """`d(global mean)/dCO2` and the climate sensitivity per doubling of CO2,
+    `ln 2 CO2 d(global mean)/dCO2`, when one of the model's terms declares `CO2`
+    (nothing otherwise)."""
+    import math
+
+    from .._analysis.fit import sensitivity
+    from .._physics.forcing.co2 import CO2
+
+    if not any(CO2 in term.parameters for term in model.terms()):
+        return {}
+    if CO2.name in result.names and arguments.output == "global_mean":
+        derivative = float(result[CO2.name])
+    elif CO2.name in result.names and arguments.output == "T":
+        # The global mean is linear in the profile: so is its derivative.
+        derivative = float(model.global_mean(result[CO2.name]))
+    else:
+        mean = sensitivity(
+            params, "global_mean", names=(CO2.name,), model=model,
+            start=arguments.start,
+        )  # fmt: skip
+        derivative = float(mean[CO2.name])
+    return {
+        "d_global_mean_d_CO2_K_per_ppm": derivative,
+        "climate_sensitivity_per_CO2_doubling_K": math.log(2.0)
+        * float(getattr(params, CO2.name))
+        * derivative,
+    }
