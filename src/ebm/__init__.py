@@ -98,6 +98,9 @@ from ._physics.insolation.p2 import P2Insolation as P2Insolation
 from ._physics.longwave.grey_body import GreyBodyLongwave as GreyBodyLongwave
 from ._physics.longwave.linear import LinearLongwave as LinearLongwave
 from ._physics.transport.diffusive import DiffusiveTransport as DiffusiveTransport
+from ._physics.transport.moist import (
+    MoistDiffusiveTransport as MoistDiffusiveTransport,
+)
 from ._results import RESULTS as RESULTS
 from ._steady.continuation import (
     Branch as Branch,
