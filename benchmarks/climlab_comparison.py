@@ -9,12 +9,21 @@ largest temperature difference, the global means and ice edges, and the times
 compilation; and ebm's gradient with respect to every parameter, which climlab
 cannot give).
 
-Writes benchmarks/results/climlab_comparison.json and climlab_comparison.png.
-Needs climlab (`pip install climlab six pooch`).
+Then the grey-body configuration of `tests/test_climlab.py` (climlab's `Boltzmann`
+OLR, emissivity 0.68, tau 0.95) at 90, 180 and 360 cells in both models, to the same
+1e-6 K a year in climlab: the global means and ice edges, so that the test's
+tolerance at 90 cells can be read against climlab's own spread across resolution.
+climlab's ice edge is the bound of its first ice-covered cell, so it moves in steps
+of the cell width; ebm's interpolates between the centres that straddle `Tf`.
 
-Run: python benchmarks/climlab_comparison.py
+Writes benchmarks/results/climlab_comparison.json and climlab_comparison.png.
+Needs climlab (`pip install climlab six pooch`). `--resolutions-only` runs only the
+grey-body resolutions (no timings) and updates that part of the JSON.
+
+Run: python benchmarks/climlab_comparison.py [--resolutions-only]
 """
 
+import argparse
 import json
 import pathlib
 import statistics
@@ -30,14 +39,20 @@ import ebm
 
 RESULTS = pathlib.Path(__file__).parent / "results"
 TOLERANCE = 1e-6  # K per year
+RESOLUTIONS = (90, 180, 360)
+GREY_BODY = dict(eps=0.68, tau=0.95)
 
 
-def climlab_equilibrium():
+def _climlab():
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # optional Fortran extensions it lacks
         import climlab
+    return climlab
 
-    model = climlab.EBM()
+
+def _spin_up(model):
+    """Integrate a climlab model a year at a time until no cell changes by more
+    than `TOLERANCE`; its final temperature, the years and the seconds taken."""
     started = time.perf_counter()
     years = 0
     previous = np.asarray(model.Ts).ravel().copy()
@@ -48,7 +63,13 @@ def climlab_equilibrium():
         if np.max(np.abs(T - previous)) < TOLERANCE:
             break
         previous = T
-    seconds = time.perf_counter() - started
+    return T, years, time.perf_counter() - started
+
+
+def climlab_equilibrium():
+    climlab = _climlab()
+    model = climlab.EBM()
+    T, years, seconds = _spin_up(model)
     return dict(
         version=climlab.__version__,
         lat=np.asarray(model.lat).tolist(),
@@ -87,6 +108,58 @@ def ebm_equilibrium():
     )
 
 
+def grey_body_resolutions():
+    """climlab's EBM with `Boltzmann` OLR and ebm's `GreyBodyLongwave`, at each of
+    `RESOLUTIONS`: global means, ice edges, and their largest difference."""
+    climlab = _climlab()
+    from climlab.radiation import Boltzmann
+
+    rows = {}
+    for n_lat in RESOLUTIONS:
+        reference = climlab.EBM(num_lat=n_lat)
+        reference.remove_subprocess("LW")
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            longwave = Boltzmann(**GREY_BODY, state=reference.state, **reference.param)
+        reference.add_subprocess("LW", longwave)
+        T_reference, years, _ = _spin_up(reference)
+        model = ebm.EnergyBalanceModel(
+            grid=ebm.Grid(n_lat),
+            albedo=ebm.SmoothIceAlbedo(),
+            longwave=ebm.GreyBodyLongwave(),
+        )
+        params = model.Params(emissivity=GREY_BODY["eps"], ice_width=0.01)
+        state = ebm.equilibrium(params, model=model)
+        rows[str(n_lat)] = dict(
+            climlab=dict(
+                global_mean=float(climlab.global_mean(reference.Ts)),
+                ice_edge=float(np.max(reference.icelat)),
+                years=years,
+            ),
+            ebm=dict(
+                global_mean=float(state.global_mean),
+                ice_edge=float(state.ice_edge),
+                converged=bool(state.result == ebm.RESULTS.successful),
+            ),
+            max_abs_difference_K=float(np.max(np.abs(state.T - T_reference))),
+        )
+        print(f"grey body, {n_lat} cells: {rows[str(n_lat)]}")
+
+    def spread(model, key):
+        values = [row[model][key] for row in rows.values()]
+        return max(values) - min(values)
+
+    return dict(
+        configuration=dict(**GREY_BODY, ice_width=0.01, tolerance_K_per_year=TOLERANCE),
+        resolutions=rows,
+        spread={
+            f"{model}_{key}": spread(model, key)
+            for model in ("climlab", "ebm")
+            for key in ("global_mean", "ice_edge")
+        },
+    )
+
+
 def plot(saved, path):
     from ebm._edges.plot import _pyplot
 
@@ -108,17 +181,35 @@ def plot(saved, path):
 
 
 def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument(
+        "--resolutions-only",
+        action="store_true",
+        help="only the grey-body resolutions, merged into the existing JSON",
+    )
+    arguments = parser.parse_args()
+    path = RESULTS / "climlab_comparison.json"
+    if arguments.resolutions_only:
+        saved = json.loads(path.read_text())
+        saved["grey_body_resolutions"] = grey_body_resolutions()
+        saved["grey_body_resolutions"]["command"] = (
+            "python benchmarks/climlab_comparison.py --resolutions-only"
+        )
+        path.write_text(json.dumps(saved, indent=2) + "\n")
+        print(f"spread: {saved['grey_body_resolutions']['spread']}")
+        return
     saved = dict(
         machine=machine(),
         command="python benchmarks/climlab_comparison.py",
         climlab=climlab_equilibrium(),
         ebm=ebm_equilibrium(),
+        grey_body_resolutions=grey_body_resolutions(),
     )
     difference = np.asarray(saved["ebm"]["T"]) - np.asarray(saved["climlab"]["T"])
     saved["max_abs_difference_K"] = float(np.max(np.abs(difference)))
     saved["speedup"] = saved["climlab"]["seconds"] / saved["ebm"]["seconds"]
     RESULTS.mkdir(exist_ok=True)
-    (RESULTS / "climlab_comparison.json").write_text(json.dumps(saved, indent=2) + "\n")
+    path.write_text(json.dumps(saved, indent=2) + "\n")
     plot(saved, RESULTS / "climlab_comparison.png")
     c, e = saved["climlab"], saved["ebm"]
     print(

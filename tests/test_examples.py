@@ -194,3 +194,19 @@ def test_co2_sensitivity_example_runs(tmp_path):
     amplification = next(line for line in lines if "amplification" in line)
     assert float(amplification.split()[-1]) > 1.0
     assert (tmp_path / "co2_sensitivity.png").stat().st_size > 10_000
+
+
+def test_polar_amplification_example_runs(tmp_path):
+    result = _run_example("polar_amplification.py", "--fast", cwd=tmp_path)
+    rows = {
+        line.split()[0]: [float(x) for x in line.split()[1:]]
+        for line in result.stdout.splitlines()
+        if line.split()[:1] in (["dry"], ["moist"]) and len(line.split()) == 6
+    }
+    # global, equator, poles, >60 deg, pole/equator: dry diffusion warms uniformly
+    # by F / B, moist diffusion more at the poles, with the same global mean.
+    assert rows["dry"] == [2.0, 2.0, 2.0, 2.0, 1.0]
+    assert rows["moist"][0] == 2.0
+    assert rows["moist"][4] > 1.5
+    assert "latent" in result.stdout
+    assert (tmp_path / "polar_amplification.png").stat().st_size > 10_000

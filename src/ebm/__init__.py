@@ -101,6 +101,9 @@ from ._physics.transport.diffusive import DiffusiveTransport as DiffusiveTranspo
 from ._physics.transport.latitude_dependent import (
     LatitudeDiffusiveTransport as LatitudeDiffusiveTransport,
 )
+from ._physics.transport.moist import (
+    MoistDiffusiveTransport as MoistDiffusiveTransport,
+)
 from ._results import RESULTS as RESULTS
 from ._steady.continuation import (
     Branch as Branch,
