@@ -5,7 +5,8 @@ through the extended system) against central differences, a continuation whose
 fold `ebm.fold` refines, `ebm.fit` recovering the parameter from a
 synthetic equilibrium, `ebm.sensitivity` (forward mode) against `jax.grad`, and
 `ebm.ensemble`'s gradients against each member's. The profile parameter of
-`ebm.LatitudeDiffusiveTransport` has its own file (test_latitude_diffusivity.py).
+`ebm.LatitudeDiffusiveTransport` has its own file (test_latitude_diffusivity.py),
+and the moist transport's fold is in test_moist_transport.py.
 """
 
 import equinox as eqx
@@ -30,18 +31,30 @@ CASES = {
         "emissivity",
     ),
     "co2": (dict(forcing=ebm.CO2Forcing()), dict(CO2=560.0), "CO2"),
+    "moist": (
+        dict(transport=ebm.MoistDiffusiveTransport()),
+        dict(D=0.24),
+        "relative_humidity",
+    ),
 }
+# The moist transport's fold derivative is checked in test_moist_transport.py.
+FOLD_CASES = ("co2", "grey-body")
+
+
+def _case(name):
+    terms, values, parameter = CASES[name]
+    model = ebm.EnergyBalanceModel(grid=GRID, **terms)
+    return model, model.Params(**values), parameter
 
 
 @pytest.fixture(params=sorted(CASES), scope="module")
 def case(request):
-    terms, values, name = CASES[request.param]
-    model = ebm.EnergyBalanceModel(grid=GRID, **terms)
-    return model, model.Params(**values), name
+    return _case(request.param)
 
 
-def test_snowball_fold_and_its_derivative(case):
-    model, params, name = case
+@pytest.mark.parametrize("term", FOLD_CASES)
+def test_snowball_fold_and_its_derivative(term):
+    model, params, name = _case(term)
     branch = ebm.continuation(params, "S0", stop=900.0, model=model)
     assert branch.folds, "the walk towards a snowball passes the fold"
     refined = ebm.fold(params, "S0", guess=branch.folds[0], model=model)
