@@ -2,6 +2,8 @@
 
 import os
 import pathlib
+import subprocess
+import sys
 
 import diffrax
 import jax.numpy as jnp
@@ -10,6 +12,7 @@ import pytest
 import xarray as xr
 
 import ebm
+from helpers import SUBPROCESS_TIMEOUT
 
 
 GRID = ebm.Grid(12)
@@ -212,3 +215,28 @@ def test_unconverged_state_is_marked_on_its_plot(tmp_path):
     import matplotlib.pyplot as plt
 
     plt.close("all")
+
+
+def test_plots_leave_the_users_backend_alone():
+    # A Jupyter kernel's `%matplotlib inline` backend must stay, so that the figure
+    # and the user's next one show; matplotlib's "template" backend stands in for
+    # it here (the helpers used to switch every such backend to Agg).
+    script = (
+        "import matplotlib\n"
+        "matplotlib.use('template')\n"
+        "import ebm\n"
+        "grid = ebm.Grid(6)\n"
+        "state = ebm.equilibrium(ebm.Params(), grid=grid)\n"
+        "figure = ebm.plot_equilibrium(state, ebm.Params())\n"
+        "import matplotlib.pyplot as plt\n"
+        "assert plt.gcf() is figure\n"
+        "print(matplotlib.get_backend())\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", script],
+        capture_output=True,
+        text=True,
+        timeout=SUBPROCESS_TIMEOUT,
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "template"

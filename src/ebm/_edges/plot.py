@@ -4,11 +4,9 @@ import numpy as np
 
 
 def _pyplot():
-    import matplotlib
-
-    if matplotlib.get_backend().lower() not in ("agg", "pdf", "svg", "ps", "cairo"):
-        # Scripts and CI have no display; Agg draws to files only.
-        matplotlib.use("Agg")
+    # The user's backend is left as it is: in Jupyter (`%matplotlib inline`) the
+    # figure shows, and the user's own next figure too. Without a display,
+    # matplotlib itself falls back to Agg; the `ebm` command asks for Agg.
     import matplotlib.pyplot as plt
 
     return plt
