@@ -339,7 +339,7 @@ def integrate(
     dt0=None,
     max_steps: int | None = None,
     throw: bool = True,
-    progress: bool = False,
+    progress: bool | diffrax.AbstractProgressMeter = False,
 ) -> Trajectory:
     """Integrate the model for `years` from `T0`.
 
@@ -377,7 +377,10 @@ def integrate(
         is given, the default is a bound of 2**22 steps.
     - `throw`: raise if the solve fails (default), else return the failure code,
         with `T`, `Ts`, `global_mean` and `ice_edge` (and their derivatives) NaN.
-    - `progress`: print diffrax's text progress meter (percent of `years` done).
+    - `progress`: `True` for a progress bar on stderr (diffrax's
+        `TqdmProgressMeter`, percent of `years` done), or any
+        `diffrax.AbstractProgressMeter`, used as given (`diffrax.TextProgressMeter()`
+        prints percentages to stdout).
 
     **Returns:**
 
@@ -434,12 +437,32 @@ def integrate(
             dt0,
             max_steps,
             throw,
-            diffrax.TextProgressMeter() if progress else diffrax.NoProgressMeter(),
+            progress_meter(progress),
         )
     except TypeError as error:
         if _is_forward_mode_error(error):
             raise ValueError(_FORWARD_MODE_HINT.format(name=adjoint_name)) from error
         raise
+
+
+def progress_meter(progress) -> diffrax.AbstractProgressMeter:
+    """The diffrax progress meter that `progress` asks for: none for `False`, a tqdm
+    bar (on stderr) for `True`, or the meter given.
+
+    **Raises:**
+
+    - `ValueError`: for anything else.
+    """
+    if isinstance(progress, diffrax.AbstractProgressMeter):
+        return progress
+    if progress is True:
+        return diffrax.TqdmProgressMeter()
+    if progress is False:
+        return diffrax.NoProgressMeter()
+    raise ValueError(
+        "`progress` must be True, False or a diffrax.AbstractProgressMeter, got "
+        f"{progress!r}."
+    )
 
 
 @eqx.filter_jit
