@@ -78,7 +78,8 @@ ADJOINTS = {
 
 # Longest run, in units of the fastest diffusive time scale C dlat^2 / (4 D), over
 # which BacksolveAdjoint's gradient stays within 1e-4 of the others on the default
-# model. Measured by benchmarks/backsolve_horizon.py; see the README.
+# model. Measured by benchmarks/backsolve_horizon.py; see docs/adjoints.md,
+# "Backsolve's horizon".
 BACKSOLVE_HORIZON = 20.0
 
 
@@ -562,7 +563,7 @@ def integrate_fixed(
 
     The loop is a `lax.scan` (or, for the reverse-mode-only schedules, a custom
     backward pass), and `checkpoint` decides what reverse mode stores and recomputes:
-    see `ebm.AbstractCheckpoint` and the README's "Choosing an adjoint".
+    see `ebm.AbstractCheckpoint` and the docs' "Choosing an adjoint".
 
     A fixed step is not chosen for accuracy, so the run checks it two ways: `dt`
     must be within the stepper's stability limit at `T0` (see `ebm.AbstractStepper`),
