@@ -4,6 +4,7 @@ import os
 import pathlib
 import subprocess
 import sys
+import warnings
 
 import diffrax
 import jax.numpy as jnp
@@ -99,6 +100,23 @@ def test_netcdf_round_trip_is_bit_for_bit(results, kind, tmp_path):
         np.testing.assert_array_equal(
             _bits(loaded[name].values), _bits(variable.values)
         )
+
+
+def test_file_years_are_model_years_at_any_length():
+    # 365-day calendar years from year 0: year 300 of a run is 0300-01-01 when
+    # decoded, with no warning (a Gregorian calendar drifted from model years, and
+    # past 2262 numpy's dates ran out and xarray warned as it fell back to cftime).
+    grid = ebm.Grid(6)
+    ts = jnp.asarray([0.0, 100.0, 300.0])
+    run = ebm.integrate(PARAMS, grid=grid, years=300.0, saveat=diffrax.SaveAt(ts=ts))
+    dataset = ebm.to_dataset(run, PARAMS)
+    assert dataset["time"].attrs["calendar"] == "365_day"
+    np.testing.assert_allclose(dataset["time"].values, [0.0, 36500.0, 109500.0])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        decoded = xr.decode_cf(dataset)["time"].values
+    assert [date.year for date in decoded] == [0, 100, 300]
+    assert all((date.month, date.day) == (1, 1) for date in decoded)
 
 
 def test_equilibrium_dataset_holds_the_fluxes(results):
