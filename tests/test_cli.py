@@ -178,6 +178,15 @@ def test_fit_recovers_a_synthetic_truth(capsys, tmp_path):
     assert report["converged"]
 
 
+def test_hysteresis_traces_the_whole_loop_by_default(capsys):
+    # Without --S0 and --stop the walk starts ice-free at 2000 W m-2 and passes
+    # all four folds of the snowball loop on its way to 1000 (from today's S0 it
+    # would find only the snowball fold).
+    report = _json(capsys, ["hysteresis", "--n-lat", "36", "--no-plot"])
+    assert report["from"] == 2000.0 and report["stop"] == 1000.0
+    assert len(report["folds"]) == 4
+
+
 def test_hysteresis_and_seasonal_and_memory(capsys, tmp_path):
     import ebm
 
