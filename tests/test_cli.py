@@ -31,6 +31,15 @@ def test_equilibrium_text(capsys):
     assert "global mean temperature" in out and "d/dD" in out
 
 
+def test_other_subcommands_print_numbers_to_six_figures(capsys):
+    # Not Python's reprs of dicts and floats (`fitted: {'D': 0.2999999999999923}`).
+    argv = ["fit", "--n-lat", "12", "--no-plot", "--truth", "D=0.3"]
+    assert main(argv) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert "fitted: D 0.3" in lines and "initial: D 0.555" in lines
+    assert not any("{" in line for line in lines)
+
+
 @pytest.mark.parametrize(
     "argv, expected",
     [
