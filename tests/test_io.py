@@ -258,3 +258,25 @@ def test_plots_leave_the_users_backend_alone():
     )
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == "template"
+
+
+def test_sensitivity_lines_have_a_colour_each_and_the_seasonal_axes_their_units():
+    grid = ebm.Grid(6)
+    sensitivity = ebm.sensitivity(PARAMS, "T", grid=grid)
+    figure = ebm.plot_sensitivity(sensitivity, PARAMS)
+    lines = {
+        line.get_label(): (line.get_color(), line.get_linestyle())
+        for line in figure.axes[0].get_lines()
+        if not line.get_label().startswith("_")
+    }
+    # A and forcing shared the cycle's first colour (eleven apart).
+    assert len(lines) > 10
+    assert len(set(lines.values())) == len(lines)
+    cycle = ebm.seasonal_spinup(PARAMS, grid=grid, years=1, steps_per_year=24)
+    figure = ebm.plot_seasonal_cycle(cycle, PARAMS)
+    labels = {axis.get_ylabel() for axis in figure.axes}
+    assert "annual mean (°C)" in labels
+    assert "amplitude, half the seasonal range (K)" in labels
+    import matplotlib.pyplot as plt
+
+    plt.close("all")
