@@ -280,3 +280,21 @@ def test_sensitivity_lines_have_a_colour_each_and_the_seasonal_axes_their_units(
     import matplotlib.pyplot as plt
 
     plt.close("all")
+
+
+def test_text_is_written_as_cf_character_arrays(tmp_path):
+    # CF defines text as char arrays with a string-length dimension; netCDF-4's
+    # variable-length strings (which xarray writes by default) are not CF.
+    import netCDF4
+
+    words = ["", "The maximum number of steps"]
+    dataset = xr.Dataset({"failure": ("member", np.array(words))})
+    path = ebm.save(dataset, tmp_path / "text.nc")
+    with netCDF4.Dataset(path) as raw:
+        variable = raw.variables["failure"]
+        assert variable.dtype == np.dtype("S1")
+        assert variable.dimensions[0] == "member" and len(variable.dimensions) == 2
+    assert ebm.load(path)["failure"].values.tolist() == [
+        "",
+        "The maximum number of steps",
+    ]

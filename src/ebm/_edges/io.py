@@ -616,6 +616,15 @@ def save(result, path, params: Params | None = None, *, model=None) -> pathlib.P
         for name, variable in dataset.variables.items()
         if np.issubdtype(variable.dtype, np.floating)
     }
+    # Text as CF's character arrays (a string-length dimension), not netCDF-4's
+    # variable-length strings, which CF does not define.
+    encoding.update(
+        {
+            name: {"dtype": "S1"}
+            for name, variable in dataset.variables.items()
+            if variable.dtype.kind in "UO"
+        }
+    )
     if written.is_dir():
         raise IsADirectoryError(f"`path` {path} is a directory, not a file name.")
     if not written.parent.is_dir():
