@@ -31,6 +31,15 @@ def test_equilibrium_text(capsys):
     assert "global mean temperature" in out and "d/dD" in out
 
 
+def test_other_subcommands_print_numbers_to_six_figures(capsys):
+    # Not Python's reprs of dicts and floats (`fitted: {'D': 0.2999999999999923}`).
+    argv = ["fit", "--n-lat", "12", "--no-plot", "--truth", "D=0.3"]
+    assert main(argv) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert "fitted: D 0.3" in lines and "initial: D 0.555" in lines
+    assert not any("{" in line for line in lines)
+
+
 @pytest.mark.parametrize(
     "argv, expected",
     [
@@ -176,6 +185,15 @@ def test_fit_recovers_a_synthetic_truth(capsys, tmp_path):
     report = _json(capsys, argv)
     assert report["fitted"]["D"] == pytest.approx(0.4, rel=1e-6)
     assert report["converged"]
+
+
+def test_hysteresis_traces_the_whole_loop_by_default(capsys):
+    # Without --S0 and --stop the walk starts ice-free at 2000 W m-2 and passes
+    # all four folds of the snowball loop on its way to 1000 (from today's S0 it
+    # would find only the snowball fold).
+    report = _json(capsys, ["hysteresis", "--n-lat", "36", "--no-plot"])
+    assert report["from"] == 2000.0 and report["stop"] == 1000.0
+    assert len(report["folds"]) == 4
 
 
 def test_hysteresis_and_seasonal_and_memory(capsys, tmp_path):

@@ -135,9 +135,18 @@ def test_gradient_from_a_steady_state_matches_finite_differences(params):
 
 def test_progress_meter_is_off_by_default_and_on_when_asked(params, capfd):
     ebm.integrate(params, years=0.1)
-    assert "%" not in capfd.readouterr().out
+    output = capfd.readouterr()
+    assert "%" not in output.out and "%" not in output.err
+    # A bar on stderr, so that `ebm run > out.txt` keeps the report alone.
     ebm.integrate(params, years=0.1, progress=True)
+    output = capfd.readouterr()
+    assert "%" not in output.out
+    assert "100.00%|" in output.err
+    # A meter of the user's own is used as given.
+    ebm.integrate(params, years=0.1, progress=diffrax.TextProgressMeter())
     assert "100.00%" in capfd.readouterr().out
+    with pytest.raises(ValueError, match="`progress` must be True, False or a"):
+        ebm.integrate(params, years=0.1, progress="yes")
 
 
 def test_long_runs_get_enough_steps_for_the_step_cap(params):

@@ -2,6 +2,9 @@
 
 import os
 import pathlib
+import subprocess
+import sys
+import warnings
 
 import diffrax
 import jax.numpy as jnp
@@ -10,6 +13,7 @@ import pytest
 import xarray as xr
 
 import ebm
+from helpers import SUBPROCESS_TIMEOUT
 
 
 GRID = ebm.Grid(12)
@@ -96,6 +100,23 @@ def test_netcdf_round_trip_is_bit_for_bit(results, kind, tmp_path):
         np.testing.assert_array_equal(
             _bits(loaded[name].values), _bits(variable.values)
         )
+
+
+def test_file_years_are_model_years_at_any_length():
+    # 365-day calendar years from year 0: year 300 of a run is 0300-01-01 when
+    # decoded, with no warning (a Gregorian calendar drifted from model years, and
+    # past 2262 numpy's dates ran out and xarray warned as it fell back to cftime).
+    grid = ebm.Grid(6)
+    ts = jnp.asarray([0.0, 100.0, 300.0])
+    run = ebm.integrate(PARAMS, grid=grid, years=300.0, saveat=diffrax.SaveAt(ts=ts))
+    dataset = ebm.to_dataset(run, PARAMS)
+    assert dataset["time"].attrs["calendar"] == "365_day"
+    np.testing.assert_allclose(dataset["time"].values, [0.0, 36500.0, 109500.0])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        decoded = xr.decode_cf(dataset)["time"].values
+    assert [date.year for date in decoded] == [0, 100, 300]
+    assert all((date.month, date.day) == (1, 1) for date in decoded)
 
 
 def test_equilibrium_dataset_holds_the_fluxes(results):
@@ -212,3 +233,68 @@ def test_unconverged_state_is_marked_on_its_plot(tmp_path):
     import matplotlib.pyplot as plt
 
     plt.close("all")
+
+
+def test_plots_leave_the_users_backend_alone():
+    # A Jupyter kernel's `%matplotlib inline` backend must stay, so that the figure
+    # and the user's next one show; matplotlib's "template" backend stands in for
+    # it here (the helpers used to switch every such backend to Agg).
+    script = (
+        "import matplotlib\n"
+        "matplotlib.use('template')\n"
+        "import ebm\n"
+        "grid = ebm.Grid(6)\n"
+        "state = ebm.equilibrium(ebm.Params(), grid=grid)\n"
+        "figure = ebm.plot_equilibrium(state, ebm.Params())\n"
+        "import matplotlib.pyplot as plt\n"
+        "assert plt.gcf() is figure\n"
+        "print(matplotlib.get_backend())\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", script],
+        capture_output=True,
+        text=True,
+        timeout=SUBPROCESS_TIMEOUT,
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "template"
+
+
+def test_sensitivity_lines_have_a_colour_each_and_the_seasonal_axes_their_units():
+    grid = ebm.Grid(6)
+    sensitivity = ebm.sensitivity(PARAMS, "T", grid=grid)
+    figure = ebm.plot_sensitivity(sensitivity, PARAMS)
+    lines = {
+        line.get_label(): (line.get_color(), line.get_linestyle())
+        for line in figure.axes[0].get_lines()
+        if not line.get_label().startswith("_")
+    }
+    # A and forcing shared the cycle's first colour (eleven apart).
+    assert len(lines) > 10
+    assert len(set(lines.values())) == len(lines)
+    cycle = ebm.seasonal_spinup(PARAMS, grid=grid, years=1, steps_per_year=24)
+    figure = ebm.plot_seasonal_cycle(cycle, PARAMS)
+    labels = {axis.get_ylabel() for axis in figure.axes}
+    assert "annual mean (°C)" in labels
+    assert "amplitude, half the seasonal range (K)" in labels
+    import matplotlib.pyplot as plt
+
+    plt.close("all")
+
+
+def test_text_is_written_as_cf_character_arrays(tmp_path):
+    # CF defines text as char arrays with a string-length dimension; netCDF-4's
+    # variable-length strings (which xarray writes by default) are not CF.
+    import netCDF4
+
+    words = ["", "The maximum number of steps"]
+    dataset = xr.Dataset({"failure": ("member", np.array(words))})
+    path = ebm.save(dataset, tmp_path / "text.nc")
+    with netCDF4.Dataset(path) as raw:
+        variable = raw.variables["failure"]
+        assert variable.dtype == np.dtype("S1")
+        assert variable.dimensions[0] == "member" and len(variable.dimensions) == 2
+    assert ebm.load(path)["failure"].values.tolist() == [
+        "",
+        "The maximum number of steps",
+    ]

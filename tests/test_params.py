@@ -216,3 +216,16 @@ def test_parameter_that_is_not_a_real_number_is_named(value, shown):
     with pytest.raises(ValueError, match="must be a real scalar") as info:
         ebm.Params(S0=value)
     assert "`S0`" in str(info.value) and shown in str(info.value)
+
+
+def test_params_print_their_values():
+    # Printing shows values, as they were set, not equinox's shapes (`A=f64[]`).
+    text = repr(ebm.Params(D=0.3))
+    assert text.startswith("Params(A=210.0, B=2.0, D=0.3, S0=1365.2,")
+    assert "f64" not in text
+    batch = repr(ebm.sweep(D=[0.3, 0.5]))
+    assert "D=[0.3, 0.5]" in batch
+    # Inside jit the values are traced: shapes, as equinox shows them.
+    shown = []
+    jax.jit(lambda p: shown.append(repr(p)) or p.A)(ebm.Params())
+    assert "A=f64[]" in shown[0]

@@ -304,7 +304,8 @@ def test_seasonal_integration_inside_jit_with_fixed_parameters():
 
 def test_rosenbrock2_is_second_order():
     # A wide ice transition keeps the forcing smooth enough for the asymptotic order
-    # to show at these steps (at 1 K it needs smaller ones: see the README).
+    # to show at these steps (at 1 K it needs smaller ones: see docs/seasonal.md,
+    # "The time step").
     model = ebm.seasonal_model(ebm.Grid(18))
     params = replace(PARAMS, "ice_width", 10.0)
 

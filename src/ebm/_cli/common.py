@@ -391,9 +391,23 @@ def print_fields(report: dict) -> None:
         elif isinstance(value, dict) and len(value) > 4:
             print(f"{key}:")
             for name, item in value.items():
-                print(f"  {name:<14s} {item}")
+                print(f"  {name:<14s} {_text(item)}")
         else:
-            print(f"{key}: {value}")
+            print(f"{key}: {_text(value)}")
+
+
+def _text(value) -> str:
+    """A report's value as text: numbers to 6 significant figures (a profile's
+    ends and length), a small table as `name value, ...`, anything else as it is."""
+    if isinstance(value, float):
+        return f"{value:.6g}"
+    if isinstance(value, dict):
+        return ", ".join(f"{name} {_text(item)}" for name, item in value.items())
+    if isinstance(value, list) and value and all(isinstance(v, float) for v in value):
+        if len(value) <= 4:
+            return ", ".join(f"{v:.6g}" for v in value)
+        return f"{value[0]:.6g}, {value[1]:.6g}, ..., {value[-1]:.6g} ({len(value)})"
+    return str(value)
 
 
 def print_report(report: dict, summary=print_fields) -> None:

@@ -5,6 +5,10 @@ from . import common
 
 NAME = "hysteresis"
 
+LOOP_START = 2000.0
+"""S0 (W m-2) where `ebm hysteresis` starts by default: an ice-free planet, so that
+the walk down to 1000 passes every fold of the snowball loop."""
+
 
 def add_parser(subparsers) -> None:
     """`ebm hysteresis` and its flags, on `subparsers`."""
@@ -25,7 +29,11 @@ def add_parser(subparsers) -> None:
         "--stop",
         type=float,
         default=None,
-        help="where to stop (required unless the parameter is S0: then 1000)",
+        help=(
+            "where to stop (required unless the parameter is S0: then 1000; "
+            f"without --S0 too, the walk starts at {LOOP_START:g}, ice-free, so "
+            "that it traces the whole loop)"
+        ),
     )
     parser.add_argument(
         "--start", default="warm", choices=STARTS, help="branch to start on (warm)"
@@ -42,6 +50,8 @@ def add_parser(subparsers) -> None:
 
 def run(arguments) -> dict:
     """The branch, its folds, and its plot."""
+    import equinox as eqx
+
     from .._steady.continuation import continuation
 
     model, params = common.setup(arguments)
@@ -53,6 +63,9 @@ def run(arguments) -> dict:
                 "has a default, 1000)."
             )
         stop = 1000.0
+        if getattr(arguments, "S0", None) is None:
+            # The whole loop: from an ice-free planet down past the snowball.
+            params = eqx.tree_at(lambda p: p.S0, params, LOOP_START)
     branch = continuation(
         params,
         arguments.parameter,

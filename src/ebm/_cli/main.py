@@ -136,6 +136,9 @@ def main(argv=None) -> int:
     parser = _parser()
     arguments = parser.parse_args(argv)
     command = COMMANDS[arguments.command]
+    import matplotlib
+
+    matplotlib.use("Agg")  # the command writes its figures to files, no window
     try:
         check_outputs(arguments)
         with _CompileNotice(arguments.command):

@@ -3,10 +3,10 @@
 `ebm.to_dataset(result, params)` turns any result (`Equilibrium`, `Trajectory`,
 `SeasonalCycle`, `Branch`, `FitResult`, `Sensitivity`) into an `xarray.Dataset`
 following the CF conventions (1.8): a `lat` coordinate (degrees_north) with its cell
-bounds `lat_bnds`, a `time` coordinate where there is one (days since the start,
-the 365.2422-day year of the model, from a nominal 2000-01-01), units and long names
-on every variable, and
-the parameters as attributes (`param_D = 0.555`, with `param_D_units`).
+bounds `lat_bnds`, a `time` coordinate where there is one (days of the `365_day`
+calendar since 0000-01-01, the start, so that year N of the file is model year N),
+units and long names on every variable, and the parameters as attributes
+(`param_D = 0.555`, with `param_D_units`).
 `ebm.save(result_or_dataset, path)` writes netCDF atomically: to a temporary file
 beside `path`, flushed to disk, then renamed over it, so that a crash mid-write
 never leaves a truncated file where a good one was. `ebm.load(path)` reads it back
@@ -21,7 +21,6 @@ import tempfile
 import jax
 import numpy as np
 
-from .._constants import DAYS_PER_YEAR
 from .._model.grid import Grid
 from .._model.params import Params
 
@@ -83,18 +82,27 @@ def _latitude(grid: Grid) -> dict:
     }
 
 
+CALENDAR_DAYS_PER_YEAR = 365
+"""Days of the files' `365_day` calendar in one model year."""
+
+
 def _time(years) -> dict:
+    # One model year is one year of CF's 365-day calendar, counted from year 0: the
+    # file's year 100 is model year 100, at any length of run (a Gregorian calendar
+    # drifts from model years by 0.2422 days a year, and numpy's dates end in 2262).
     return {
         "time": (
             "time",
-            _array(years) * DAYS_PER_YEAR,
+            _array(years) * CALENDAR_DAYS_PER_YEAR,
             {
-                # A nominal reference date that numpy's datetimes decode.
-                "units": "days since 2000-01-01 00:00:00",
-                "calendar": "proleptic_gregorian",
+                "units": "days since 0000-01-01 00:00:00",
+                "calendar": "365_day",
                 "standard_name": "time",
-                "long_name": "time since the start (1 January)",
-                "comment": "model years are 365.2422 days; the date is nominal",
+                "long_name": "time since the start (1 January of year 0)",
+                "comment": (
+                    "one model year (the orbit's 365.2422 days) is one year of the "
+                    "365_day calendar: a calendar day is 1/365 of a model year"
+                ),
                 "axis": "T",
             },
         ),
@@ -608,6 +616,15 @@ def save(result, path, params: Params | None = None, *, model=None) -> pathlib.P
         for name, variable in dataset.variables.items()
         if np.issubdtype(variable.dtype, np.floating)
     }
+    # Text as CF's character arrays (a string-length dimension), not netCDF-4's
+    # variable-length strings, which CF does not define.
+    encoding.update(
+        {
+            name: {"dtype": "S1"}
+            for name, variable in dataset.variables.items()
+            if variable.dtype.kind in "UO"
+        }
+    )
     if written.is_dir():
         raise IsADirectoryError(f"`path` {path} is a directory, not a file name.")
     if not written.parent.is_dir():
@@ -655,8 +672,9 @@ def _mode(path: pathlib.Path) -> int:
 def load(path):
     """Read a netCDF file written by `ebm.save` as an `xarray.Dataset`, bit for bit.
 
-    Times are left as written (days since the start, from a nominal 2000-01-01);
-    `xarray.decode_cf` decodes them to dates.
+    Times are left as written (days of the `365_day` calendar since 0000-01-01,
+    the start); `xarray.decode_cf` decodes them to `cftime` dates whose year is
+    the model year.
 
     **Raises:**
 

@@ -4,11 +4,9 @@ import numpy as np
 
 
 def _pyplot():
-    import matplotlib
-
-    if matplotlib.get_backend().lower() not in ("agg", "pdf", "svg", "ps", "cairo"):
-        # Scripts and CI have no display; Agg draws to files only.
-        matplotlib.use("Agg")
+    # The user's backend is left as it is: in Jupyter (`%matplotlib inline`) the
+    # figure shows, and the user's own next figure too. Without a display,
+    # matplotlib itself falls back to Agg; the `ebm` command asks for Agg.
     import matplotlib.pyplot as plt
 
     return plt
@@ -172,11 +170,20 @@ def plot_sensitivity(sensitivity, params, path=None):
     plt = _pyplot()
     fig, ax = plt.subplots(figsize=(7, 4.5), layout="constrained")
     lat = np.asarray(sensitivity.lat)
-    for name in sensitivity.names:
+    # One colour per parameter: the default cycle of ten repeats after ten.
+    colours = plt.get_cmap("tab20").colors
+    for index, name in enumerate(sensitivity.names):
         step = perturbation(params, name)
         change = np.asarray(sensitivity[name]) * step
         if np.max(np.abs(change)) > 0:
-            ax.plot(lat, change, label=f"{name} + {step:.3g}")
+            style = "-" if index < len(colours) else "--"
+            ax.plot(
+                lat,
+                change,
+                style,
+                color=colours[index % len(colours)],
+                label=f"{name} + {step:.3g}",
+            )
     ax.axhline(0, color="0.6", lw=0.8)
     ax.set_xlabel("latitude (°N)")
     ax.set_ylabel("change in T (K)")
@@ -365,11 +372,21 @@ def plot_seasonal_cycle(cycle, params=None, path=None, *, title=None):
     hovmoller.set_xlabel("day of year")
     hovmoller.set_xlim(0, DAYS_PER_YEAR)
     hovmoller.legend(loc="lower right")
-    profile.plot(lat, np.asarray(cycle.annual_mean), label="annual mean (°C)")
-    profile.plot(lat, np.asarray(cycle.amplitude), label="amplitude (K)")
+    # A temperature (degC) and a temperature difference (K): two axes, each
+    # labelled in its own units and coloured as its line.
+    mean_line = profile.plot(lat, np.asarray(cycle.annual_mean), color="C0")
+    profile.set_ylabel("annual mean (°C)", color="C0")
+    profile.tick_params(axis="y", colors="C0")
+    amplitude = profile.twinx()
+    amplitude_line = amplitude.plot(lat, np.asarray(cycle.amplitude), color="C1")
+    amplitude.set_ylabel("amplitude, half the seasonal range (K)", color="C1")
+    amplitude.tick_params(axis="y", colors="C1")
+    amplitude.set_ylim(bottom=0)
     profile.set_xlabel("latitude (°N)")
     profile.set_xticks(np.arange(-90, 91, 30))
-    profile.legend()
+    profile.legend(
+        [*mean_line, *amplitude_line], ["annual mean", "amplitude"], loc="lower center"
+    )
     _mark_failure(
         fig,
         title

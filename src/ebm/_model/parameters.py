@@ -317,6 +317,18 @@ class AbstractParams(eqx.Module):
             if not np.all(declared.ok(*values)):
                 raise ValueError(declared.message(values))
 
+    def __repr__(self) -> str:
+        # The values, as a user set them (`Params(A=210.0, B=2.0, ...)`), where
+        # equinox would show only shapes (`A=f64[]`); traced values as equinox does.
+        values = [_concrete(getattr(self, name)) for name in self.field_names()]
+        if any(value is None for value in values):
+            return super().__repr__()
+        fields = ", ".join(
+            f"{name}={_value_text(value)}"
+            for name, value in zip(self.field_names(), values)
+        )
+        return f"{type(self).__name__}({fields})"
+
     def __getattr__(self, name: str):
         # Reached only for a name that is not a field: say where parameters come from.
         if name.startswith("__"):
@@ -445,6 +457,13 @@ class AbstractParams(eqx.Module):
     def units(cls) -> dict[str, str]:
         """Each parameter's units (UDUNITS), by name."""
         return {parameter.name: parameter.units for parameter in cls.declarations}
+
+
+def _value_text(value: np.ndarray) -> str:
+    """A parameter's value for `repr`: `0.555`, or a profile or batch in brief."""
+    if value.ndim == 0:
+        return repr(float(value))
+    return np.array2string(value, precision=6, threshold=8, separator=", ")
 
 
 def _one_value(parameter: Parameter) -> str:

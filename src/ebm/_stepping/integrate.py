@@ -78,7 +78,8 @@ ADJOINTS = {
 
 # Longest run, in units of the fastest diffusive time scale C dlat^2 / (4 D), over
 # which BacksolveAdjoint's gradient stays within 1e-4 of the others on the default
-# model. Measured by benchmarks/backsolve_horizon.py; see the README.
+# model. Measured by benchmarks/backsolve_horizon.py; see docs/adjoints.md,
+# "Backsolve's horizon".
 BACKSOLVE_HORIZON = 20.0
 
 
@@ -339,7 +340,7 @@ def integrate(
     dt0=None,
     max_steps: int | None = None,
     throw: bool = True,
-    progress: bool = False,
+    progress: bool | diffrax.AbstractProgressMeter = False,
 ) -> Trajectory:
     """Integrate the model for `years` from `T0`.
 
@@ -377,7 +378,10 @@ def integrate(
         is given, the default is a bound of 2**22 steps.
     - `throw`: raise if the solve fails (default), else return the failure code,
         with `T`, `Ts`, `global_mean` and `ice_edge` (and their derivatives) NaN.
-    - `progress`: print diffrax's text progress meter (percent of `years` done).
+    - `progress`: `True` for a progress bar on stderr (diffrax's
+        `TqdmProgressMeter`, percent of `years` done), or any
+        `diffrax.AbstractProgressMeter`, used as given (`diffrax.TextProgressMeter()`
+        prints percentages to stdout).
 
     **Returns:**
 
@@ -434,12 +438,32 @@ def integrate(
             dt0,
             max_steps,
             throw,
-            diffrax.TextProgressMeter() if progress else diffrax.NoProgressMeter(),
+            progress_meter(progress),
         )
     except TypeError as error:
         if _is_forward_mode_error(error):
             raise ValueError(_FORWARD_MODE_HINT.format(name=adjoint_name)) from error
         raise
+
+
+def progress_meter(progress) -> diffrax.AbstractProgressMeter:
+    """The diffrax progress meter that `progress` asks for: none for `False`, a tqdm
+    bar (on stderr) for `True`, or the meter given.
+
+    **Raises:**
+
+    - `ValueError`: for anything else.
+    """
+    if isinstance(progress, diffrax.AbstractProgressMeter):
+        return progress
+    if progress is True:
+        return diffrax.TqdmProgressMeter()
+    if progress is False:
+        return diffrax.NoProgressMeter()
+    raise ValueError(
+        "`progress` must be True, False or a diffrax.AbstractProgressMeter, got "
+        f"{progress!r}."
+    )
 
 
 @eqx.filter_jit
@@ -539,7 +563,7 @@ def integrate_fixed(
 
     The loop is a `lax.scan` (or, for the reverse-mode-only schedules, a custom
     backward pass), and `checkpoint` decides what reverse mode stores and recomputes:
-    see `ebm.AbstractCheckpoint` and the README's "Choosing an adjoint".
+    see `ebm.AbstractCheckpoint` and the docs' "Choosing an adjoint".
 
     A fixed step is not chosen for accuracy, so the run checks it two ways: `dt`
     must be within the stepper's stability limit at `T0` (see `ebm.AbstractStepper`),
