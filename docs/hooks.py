@@ -8,35 +8,22 @@ with `model.Params` for a model with that term).
 """
 
 import ebm
-from ebm._cli.common import kind_flag, number_text
-from ebm._physics.catalogue import cli_name, kind_of, selectable, term_classes
-
-
-def _terms() -> list[type]:
-    """ebm's terms that declare parameters (see `ebm._physics.catalogue`)."""
-    return [term for term in term_classes() if term.parameters]
+from ebm._cli.common import number_text, selection_flags
+from ebm._physics.catalogue import parameters_by_name
 
 
 def _selection(term) -> str:
     """How the `ebm` command selects `term`, or that it cannot."""
-    if term not in selectable(kind_of(term)).values():
-        return "not by name"
-    return f"{kind_flag(kind_of(term))} {cli_name(term)}"
+    flags = selection_flags([term])
+    return f"`{flags[0]}`" if flags else "not by name"
 
 
 def _parameter_table() -> str:
-    terms = _terms()
-    parameters = {}
-    for term in terms:
-        for parameter in term.parameters:
-            parameters.setdefault(parameter.name, (parameter, []))[1].append(term)
     in_params = set(ebm.Params.field_names())
-    order = [*ebm.Params.field_names(), *sorted(set(parameters) - in_params)]
     rows = []
-    for name in order:
-        parameter, owners = parameters[name]
+    for name, (parameter, owners) in parameters_by_name().items():
         declared_by = ", ".join(
-            f"`{term.__name__}` (`{_selection(term)}`)" for term in owners
+            f"`{term.__name__}` ({_selection(term)})" for term in owners
         )
         rows.append(
             f"| `{name}` | {number_text(parameter.default)} | {parameter.units} | "

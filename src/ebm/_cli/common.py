@@ -11,7 +11,6 @@ parameter flag for a term the model does not have is an error, not ignored.
 """
 
 import argparse
-import functools
 
 
 FIXED_ALBEDO = "fixed"
@@ -29,20 +28,12 @@ def number_text(x) -> str:
     return ",".join(f"{float(v):g}" for v in np.ravel(x))
 
 
-@functools.cache
 def declarations() -> dict:
-    """`{name: (Parameter, term classes that declare it)}` for every parameter of
-    ebm's terms: those of `ebm.Params` first, in its order, then the others."""
-    from .._model.params import Params
-    from .._physics.catalogue import term_classes
+    """Every parameter of ebm's terms and the terms that declare it (see
+    `ebm._physics.catalogue.parameters_by_name`)."""
+    from .._physics.catalogue import parameters_by_name
 
-    found: dict = {}
-    for term in term_classes():
-        for parameter in term.parameters:
-            found.setdefault(parameter.name, (parameter, []))[1].append(term)
-    known = Params.field_names()
-    order = [*known, *(name for name in found if name not in known)]
-    return {name: (found[name][0], tuple(found[name][1])) for name in order}
+    return parameters_by_name()
 
 
 def kind_flag(kind: str) -> str:
@@ -62,15 +53,21 @@ def default_terms(**defaults) -> dict:
     return {kind: defaults.get(kind, type(fields[kind].default)) for kind in KINDS}
 
 
-def _how_to_select(terms) -> str:
-    """How to select one of `terms` on the command line, or why it cannot be."""
+def selection_flags(terms) -> list[str]:
+    """The flags that select each of `terms` on the command line
+    (`"--longwave grey-body"`), leaving out those a name alone cannot build."""
     from .._physics.catalogue import cli_name, kind_of, selectable
 
-    ways = [
+    return [
         f"{kind_flag(kind_of(term))} {cli_name(term)}"
         for term in terms
         if selectable(kind_of(term)).get(cli_name(term)) is term
     ]
+
+
+def how_to_select(terms) -> str:
+    """How to select one of `terms` on the command line, or why it cannot be."""
+    ways = selection_flags(terms)
     if not ways:
         return "a term that the command line cannot build (it takes arguments)"
     return " or ".join(ways)
@@ -160,7 +157,7 @@ def add_common(parser: argparse.ArgumentParser, plot: str | None, **terms) -> No
             spellings.append(f"--{name.replace('_', '-')}")
         units = "" if parameter.units == "1" else f", {parameter.units}"
         by_default = any(term in defaults.values() for term in owners)
-        needs = "" if by_default else f"; needs {_how_to_select(owners)}"
+        needs = "" if by_default else f"; needs {how_to_select(owners)}"
         groups[by_default].add_argument(
             *spellings,
             dest=name,
@@ -219,7 +216,7 @@ def check_parameter_flags(arguments, terms) -> None:
         if getattr(arguments, name, None) is None or name in declared:
             continue
         raise ValueError(
-            f"`--{name}` needs {_how_to_select(owners)}: it is a parameter of "
+            f"`--{name}` needs {how_to_select(owners)}: it is a parameter of "
             f"{' or '.join(term.__name__ for term in owners)}, which this model does "
             "not have."
         )

@@ -42,16 +42,6 @@ KINDS: dict[str, type[AbstractTerm]] = {
 }
 """Each kind of term, by the `ebm.EnergyBalanceModel` field it fills, and its base."""
 
-# The word each kind's class names end with, dropped from the command-line name.
-_SUFFIXES = {
-    "insolation": "Insolation",
-    "albedo": "Albedo",
-    "longwave": "Longwave",
-    "transport": "Transport",
-    "heat_capacity": "HeatCapacity",
-    "forcing": "Forcing",
-}
-
 
 @functools.cache
 def term_classes() -> tuple[type[AbstractTerm], ...]:
@@ -92,8 +82,26 @@ def kind_of(term: type[AbstractTerm]) -> str:
 def cli_name(term: type[AbstractTerm]) -> str:
     """The command-line name of the term class `term`: its class name without its
     kind's word, in lower case, hyphens between words (`"grey-body"`)."""
-    name = term.__name__.removesuffix(_SUFFIXES[kind_of(term)]) or term.__name__
+    # The kind's word is its base's name without "Abstract" ("Longwave").
+    word = KINDS[kind_of(term)].__name__.removeprefix("Abstract")
+    name = term.__name__.removesuffix(word) or term.__name__
     return re.sub(r"(?<=[a-z0-9])(?=[A-Z])", "-", name).lower()
+
+
+@functools.cache
+def parameters_by_name() -> dict:
+    """`{name: (Parameter, term classes that declare it)}` for every parameter of
+    ebm's terms: those of `ebm.Params` first, in its order, then the others by
+    name."""
+    from .._model.params import Params
+
+    found: dict = {}
+    for term in term_classes():
+        for parameter in term.parameters:
+            found.setdefault(parameter.name, (parameter, []))[1].append(term)
+    known = Params.field_names()
+    order = [*known, *sorted(name for name in found if name not in known)]
+    return {name: (found[name][0], tuple(found[name][1])) for name in order}
 
 
 def needs_arguments(term: type[AbstractTerm]) -> tuple[str, ...]:
