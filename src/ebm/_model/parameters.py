@@ -131,6 +131,11 @@ class Parameter:
         """Dimensions of one value: 0 for a scalar, 1 for a profile."""
         return 0 if self.profile is None else 1
 
+    @property
+    def point(self) -> str | None:
+        """What a profile has one value per, in words (`"cell bound"`, `"cell"`)."""
+        return {None: None, "bounds": "cell bound", "cells": "cell"}[self.profile]
+
     def size(self, grid) -> int | None:
         """The length of a profile on `grid` (`None` for a scalar)."""
         if self.profile is None:
@@ -397,9 +402,8 @@ class AbstractParams(eqx.Module):
             return value
         if jnp.shape(value) not in ((), (size,)):
             raise ValueError(
-                f"`{name}` must be a scalar or one value per cell"
-                f"{' bound' if parameter.profile == 'bounds' else ''} of the grid, "
-                f"shape ({size},) for {grid.n_lat} cells, got shape "
+                f"`{name}` must be a scalar or one value per {parameter.point} of "
+                f"the grid, shape ({size},) for {grid.n_lat} cells, got shape "
                 f"{jnp.shape(value)}."
             )
         return jnp.broadcast_to(value, (size,))
@@ -469,8 +473,7 @@ def _value_text(value: np.ndarray) -> str:
 def _one_value(parameter: Parameter) -> str:
     if parameter.profile is None:
         return "a real scalar"
-    where = "cell bound" if parameter.profile == "bounds" else "cell"
-    return f"a real scalar or a 1-d profile, one value per {where}"
+    return f"a real scalar or a 1-d profile, one value per {parameter.point}"
 
 
 @functools.cache
@@ -503,11 +506,11 @@ def merge(
 
 
 def _default(parameter: Parameter) -> str:
-    """The default, in words: `0.555`, or `0.555 on every bound` for a profile."""
+    """The default, in words: `0.555`, or `0.555 on every cell bound` for a
+    profile."""
     if parameter.profile is None:
         return _number(parameter.default)
-    where = "bound" if parameter.profile == "bounds" else "cell"
-    return f"{_number(parameter.default)} on every {where}"
+    return f"{_number(parameter.default)} on every {parameter.point}"
 
 
 def table(declarations: Sequence[Parameter]) -> str:
