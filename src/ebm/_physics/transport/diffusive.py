@@ -51,11 +51,27 @@ D = Parameter(
 )
 
 
-def _diffusive_flux(T: Temperature, params: AbstractParams, grid: Grid) -> EdgeValues:
-    """`D cos(lat) dT/dlat` on every bound, W m-2, zero at the poles."""
+def diffusive_flux(T: Temperature, D, grid: Grid) -> EdgeValues:
+    """`D cos(lat) dT/dlat` on every bound, W m-2, zero at the poles; `D` is one
+    value, or one per bound."""
     gradient = jnp.diff(T) / grid.spacing
-    interior = params.D * grid.cos_lat_bounds[1:-1] * gradient
-    return jnp.concatenate([jnp.zeros(1), interior, jnp.zeros(1)])
+    gradient = jnp.concatenate([jnp.zeros(1), gradient, jnp.zeros(1)])
+    return D * grid.cos_lat_bounds * gradient
+
+
+def in_petawatts(flux: EdgeValues) -> EdgeValues:
+    """The northward heat transport `-2 pi a^2 F` of a flux `F` on the bounds, PW."""
+    return -2.0 * jnp.pi * EARTH_RADIUS**2 * flux / PETAWATT
+
+
+def convergence_of(flux: EdgeValues, grid: Grid) -> Flux:
+    """The heating by convergence of a flux on the bounds, per cell, W m-2."""
+    return jnp.diff(flux) / (2.0 * grid.area_weights)
+
+
+def _diffusive_flux(T: Temperature, params: AbstractParams, grid: Grid) -> EdgeValues:
+    """`D cos(lat) dT/dlat` on every bound, with the scalar `D`."""
+    return diffusive_flux(T, params.D, grid)
 
 
 class DiffusiveTransport(AbstractTransport):
@@ -66,9 +82,7 @@ class DiffusiveTransport(AbstractTransport):
 
     def flux(self, T: Temperature, params: AbstractParams, grid: Grid) -> EdgeValues:
         """Northward heat transport through each bound, PW."""
-        flux = _diffusive_flux(T, params, grid)
-        return -2.0 * jnp.pi * EARTH_RADIUS**2 * flux / PETAWATT
+        return in_petawatts(_diffusive_flux(T, params, grid))
 
     def convergence(self, T: Temperature, params: AbstractParams, grid: Grid) -> Flux:
-        flux = _diffusive_flux(T, params, grid)
-        return jnp.diff(flux) / (2.0 * grid.area_weights)
+        return convergence_of(_diffusive_flux(T, params, grid), grid)

@@ -21,13 +21,11 @@ climate) $D_{i+1/2}$ does not either: a profile fitted to temperatures is
 determined only where the temperature gradient is not small.
 """
 
-import jax.numpy as jnp
-
-from ..._constants import EARTH_RADIUS, PETAWATT
 from ..._custom_types import EdgeValues, Flux, Temperature
 from ..._model.grid import Grid
 from ..._model.parameters import AbstractParams, Parameter
 from ..base import AbstractTransport
+from .diffusive import convergence_of, diffusive_flux, in_petawatts
 
 
 D_BOUNDS = Parameter(
@@ -43,9 +41,7 @@ D_BOUNDS = Parameter(
 
 def _flux(T: Temperature, params: AbstractParams, grid: Grid) -> EdgeValues:
     """`D cos(lat) dT/dlat` on every bound, W m-2, zero at the poles."""
-    gradient = jnp.diff(T) / grid.spacing
-    gradient = jnp.concatenate([jnp.zeros(1), gradient, jnp.zeros(1)])
-    return params.on_grid("D_bounds", grid) * grid.cos_lat_bounds * gradient
+    return diffusive_flux(T, params.on_grid("D_bounds", grid), grid)
 
 
 class LatitudeDiffusiveTransport(AbstractTransport):
@@ -57,7 +53,7 @@ class LatitudeDiffusiveTransport(AbstractTransport):
 
     def flux(self, T: Temperature, params: AbstractParams, grid: Grid) -> EdgeValues:
         """Northward heat transport through each bound, PW."""
-        return -2.0 * jnp.pi * EARTH_RADIUS**2 * _flux(T, params, grid) / PETAWATT
+        return in_petawatts(_flux(T, params, grid))
 
     def convergence(self, T: Temperature, params: AbstractParams, grid: Grid) -> Flux:
-        return jnp.diff(_flux(T, params, grid)) / (2.0 * grid.area_weights)
+        return convergence_of(_flux(T, params, grid), grid)

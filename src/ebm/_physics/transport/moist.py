@@ -52,12 +52,11 @@ for dry diffusion (`ebm.Params`' default `D`, shared by both terms): pass
 
 import jax.numpy as jnp
 
-from ..._constants import EARTH_RADIUS, PETAWATT
 from ..._custom_types import EdgeValues, Flux, Temperature
 from ..._model.grid import Grid
 from ..._model.parameters import AbstractParams, Parameter
 from ..base import AbstractTransport
-from .diffusive import D, _diffusive_flux
+from .diffusive import D, _diffusive_flux, convergence_of, in_petawatts
 
 
 LATENT_HEAT = 2.5e6
@@ -122,16 +121,19 @@ def moisture_amplification(T, params: AbstractParams):
     return LATENT_HEAT / DRY_AIR_HEAT_CAPACITY * params.relative_humidity * slope
 
 
-def _latent_flux(T: Temperature, params: AbstractParams, grid: Grid) -> EdgeValues:
-    """The latent part of the flux on every bound, W m-2, zero at the poles."""
+def _latent_flux(T: Temperature, params: AbstractParams, dry: EdgeValues) -> EdgeValues:
+    """The latent part of the flux on every bound, W m-2, zero at the poles, from
+    its dry part `dry`."""
     bound_temperature = 0.5 * (T[1:] + T[:-1])
     factor = moisture_amplification(bound_temperature, params)
     factor = jnp.concatenate([jnp.zeros(1), factor, jnp.zeros(1)])
-    return factor * _diffusive_flux(T, params, grid)
+    return factor * dry
 
 
-def _in_petawatts(flux: EdgeValues) -> EdgeValues:
-    return -2.0 * jnp.pi * EARTH_RADIUS**2 * flux / PETAWATT
+def _flux(T: Temperature, params: AbstractParams, grid: Grid) -> EdgeValues:
+    """The whole flux, dry plus latent, on every bound, W m-2."""
+    dry = _diffusive_flux(T, params, grid)
+    return dry + _latent_flux(T, params, dry)
 
 
 class MoistDiffusiveTransport(AbstractTransport):
@@ -143,21 +145,19 @@ class MoistDiffusiveTransport(AbstractTransport):
 
     def flux(self, T: Temperature, params: AbstractParams, grid: Grid) -> EdgeValues:
         """Northward heat transport through each bound, dry plus latent, PW."""
-        flux = _diffusive_flux(T, params, grid) + _latent_flux(T, params, grid)
-        return _in_petawatts(flux)
+        return in_petawatts(_flux(T, params, grid))
 
     def dry_flux(
         self, T: Temperature, params: AbstractParams, grid: Grid
     ) -> EdgeValues:
         """The part of `flux` carried as sensible heat `c_p T`, PW."""
-        return _in_petawatts(_diffusive_flux(T, params, grid))
+        return in_petawatts(_diffusive_flux(T, params, grid))
 
     def latent_flux(
         self, T: Temperature, params: AbstractParams, grid: Grid
     ) -> EdgeValues:
         """The part of `flux` carried as latent heat `L q`, PW."""
-        return _in_petawatts(_latent_flux(T, params, grid))
+        return in_petawatts(_latent_flux(T, params, _diffusive_flux(T, params, grid)))
 
     def convergence(self, T: Temperature, params: AbstractParams, grid: Grid) -> Flux:
-        flux = _diffusive_flux(T, params, grid) + _latent_flux(T, params, grid)
-        return jnp.diff(flux) / (2.0 * grid.area_weights)
+        return convergence_of(_flux(T, params, grid), grid)
