@@ -53,6 +53,7 @@ from .._model.grid import Grid
 from .._model.model import EnergyBalanceModel
 from .._model.params import Params
 from .._model.start import initial_profile, resolve_model
+from .._numerics.chord import ResolvedChord
 from .._numerics.tridiagonal import ProbedTridiagonal
 from .._results import RESULTS, nan_unless_successful
 from .checkpoints import resolve_checkpoint, spellings
@@ -85,7 +86,7 @@ BACKSOLVE_HORIZON = 20.0
 
 def _tridiagonal_root_finder():
     """Chord iterations whose linear solves use the probed tridiagonal Jacobian."""
-    return diffrax.with_stepsize_controller_tols(diffrax.VeryChord)(
+    return diffrax.with_stepsize_controller_tols(ResolvedChord)(
         linear_solver=ProbedTridiagonal()
     )
 
