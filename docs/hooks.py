@@ -1,15 +1,28 @@
-"""mkdocs hooks: tables made from ebm's own declarations, so the docs cannot drift.
+"""Docs made from ebm's own declarations, so they cannot drift.
 
-`<!-- ebm:parameters -->` in a page becomes the table of every parameter that one
-of ebm's terms declares (every final term under `ebm._physics`): its name, default,
-units, allowed range, fit transform, meaning, the terms that declare it (with the
-`ebm` flag that selects each), and whether `ebm.Params` holds it (the others come
-with `model.Params` for a model with that term).
+One generator, `parameter_table`, makes every parameter table in the docs from the
+terms' `ebm.Parameter` declarations (`ebm._physics.catalogue.parameters_by_name`):
+
+- as an mkdocs hook, `<!-- ebm:parameters -->` in a page becomes the table of every
+    parameter that one of ebm's terms declares (every final term under
+    `ebm._physics`): its name, default, units, allowed range, fit transform,
+    meaning, the terms that declare it (with the `ebm` flag that selects each), and
+    whether `ebm.Params` holds it (the others come with `model.Params` for a model
+    with that term);
+- as a griffe extension (`ParameterTables`, named in mkdocs.yml's mkdocstrings
+    options), the API reference's entry for `ebm.Params` gets the table of its
+    fields, and the entry for each of ebm's terms the table of the parameters it
+    declares. griffe reads the source, not the imported classes, so it never sees
+    the table that `ebm.Params`' runtime docstring (`help(ebm.Params)`) carries.
 """
+
+import importlib
+
+import griffe
 
 import ebm
 from ebm._cli.common import number_text, selection_flags
-from ebm._physics.catalogue import parameters_by_name
+from ebm._physics.catalogue import parameters_by_name, term_classes
 
 
 def _selection(term) -> str:
@@ -18,23 +31,43 @@ def _selection(term) -> str:
     return f"`{flags[0]}`" if flags else "not by name"
 
 
-def _parameter_table() -> str:
-    in_params = set(ebm.Params.field_names())
-    rows = []
-    for name, (parameter, owners) in parameters_by_name().items():
-        declared_by = ", ".join(
-            f"`{term.__name__}` ({_selection(term)})" for term in owners
-        )
-        rows.append(
-            f"| `{name}` | {number_text(parameter.default)} | {parameter.units} | "
-            f"{parameter.allowed} | {parameter.transform} | {parameter.long_name} | "
-            f"{declared_by} | {'yes' if name in in_params else 'with the term'} |"
-        )
+def _default(parameter) -> str:
+    """The default, with what a profile's default is the value of."""
+    text = number_text(parameter.default)
+    return f"{text} on every {parameter.point}" if parameter.point else text
+
+
+_COLUMNS = {
+    "name": lambda parameter, owners: f"`{parameter.name}`",
+    "default": lambda parameter, owners: _default(parameter),
+    "units": lambda parameter, owners: parameter.units,
+    "allowed": lambda parameter, owners: parameter.allowed,
+    "fit transform": lambda parameter, owners: parameter.transform,
+    "meaning": lambda parameter, owners: parameter.long_name,
+    "declared by": lambda parameter, owners: ", ".join(
+        f"`{term.__name__}` ({_selection(term)})" for term in owners
+    ),
+    "in `ebm.Params`": lambda parameter, owners: (
+        "yes" if parameter.name in ebm.Params.field_names() else "with the term"
+    ),
+}
+"""Each column a table may have, and its cell for one parameter and its terms."""
+
+
+def parameter_table(names=None, leave_out=()) -> str:
+    """The Markdown table of the parameters `names` (default: every one of ebm's
+    terms'), in the catalogue's order, with every column but `leave_out`."""
+    declared = parameters_by_name()
+    chosen = declared if names is None else [n for n in declared if n in names]
+    columns = [column for column in _COLUMNS if column not in leave_out]
+    rows = [
+        "| " + " | ".join(_COLUMNS[c](*declared[name]) for c in columns) + " |"
+        for name in chosen
+    ]
     return "\n".join(
         [
-            "| name | default | units | allowed | fit transform | meaning | "
-            "declared by | in `ebm.Params` |",
-            "|---|---|---|---|---|---|---|---|",
+            "| " + " | ".join(columns) + " |",
+            "|" + "---|" * len(columns),
             *rows,
         ]
     )
@@ -42,4 +75,43 @@ def _parameter_table() -> str:
 
 def on_page_markdown(markdown, page, config, files):
     del page, config, files
-    return markdown.replace("<!-- ebm:parameters -->", _parameter_table())
+    return markdown.replace("<!-- ebm:parameters -->", parameter_table())
+
+
+def _api_table(obj) -> str | None:
+    """The parameter table for the API entry of the runtime class `obj`, or `None`
+    for a class that is neither `ebm.Params` nor one of ebm's terms."""
+    if obj is ebm.Params:
+        return (
+            "**Fields** (one per parameter of ebm's own terms; the terms of another "
+            "model add theirs with `model.Params`):\n\n"
+            + parameter_table(ebm.Params.field_names(), leave_out={"in `ebm.Params`"})
+        )
+    if obj in term_classes():
+        names = [parameter.name for parameter in obj.parameters]
+        if not names:
+            return "Declares no parameters."
+        return (
+            "**Parameters it declares** (read as `params.NAME`):\n\n"
+            + parameter_table(names, leave_out={"declared by"})
+        )
+    return None
+
+
+class ParameterTables(griffe.Extension):
+    """Appends its parameter table to the docstring of `ebm.Params` and of each of
+    ebm's terms, as mkdocstrings loads them."""
+
+    def on_class(self, *, cls, **kwargs):
+        del kwargs
+        try:
+            obj = getattr(importlib.import_module(cls.module.path), cls.name)
+        except (ImportError, AttributeError):
+            return
+        table = _api_table(obj)
+        if table is None:
+            return
+        if cls.docstring is None:
+            cls.docstring = griffe.Docstring(table, parent=cls)
+        else:
+            cls.docstring.value = f"{cls.docstring.value}\n\n{table}"
