@@ -5,7 +5,13 @@ of ebm's terms declares (every final term under `ebm._physics`): its name, defau
 units, allowed range, fit transform, meaning, the terms that declare it (with the
 `ebm` flag that selects each), and whether `ebm.Params` holds it (the others come
 with `model.Params` for a model with that term).
+
+The tutorials' pages (mkdocs-jupyter's HTML) lose nbconvert's Mermaid loader, which
+would import Mermaid from cdnjs.cloudflare.com on a page with a diagram: the site
+works offline, and the notebooks draw none.
 """
+
+import re
 
 import ebm
 from ebm._cli.common import number_text, selection_flags
@@ -43,3 +49,24 @@ def _parameter_table() -> str:
 def on_page_markdown(markdown, page, config, files):
     del page, config, files
     return markdown.replace("<!-- ebm:parameters -->", _parameter_table())
+
+
+# nbconvert's `mermaid_js` macro: one module script that imports Mermaid from a CDN.
+_MERMAID_LOADER = re.compile(
+    r'<script type="module">\s*document\.addEventListener\("DOMContentLoaded", '
+    r"async \(\) => \{\s*const diagrams = document\.querySelectorAll\(\"\.jp-Mermaid"
+    r".*?</script>",
+    re.DOTALL,
+)
+
+
+def on_post_page(output, page, config):
+    del config
+    if page.file.src_uri.startswith("tutorials/"):
+        output, count = _MERMAID_LOADER.subn("", output)
+        if count != 1:
+            raise ValueError(
+                f"{page.file.src_uri}: expected nbconvert's Mermaid loader once, "
+                f"found it {count} times"
+            )
+    return output
