@@ -113,10 +113,10 @@ for k in (2, 5):
 # With $k$ checkpoints over $N$ steps, the backward pass re-runs the steps between
 # checkpoints, and re-checkpoints inside each stretch as it goes (Stumm and
 # Walther's online treeverse). With few checkpoints a step is recomputed many
-# times; with $k \ge N$ each step is computed once and stored, as in plain reverse
-# mode. The memory is $k$ states. Over 400 steps, with 4 and with 64 checkpoints
-# (compiled ahead of time, so that one executable gives the time, the memory and
-# the gradient):
+# times; with $k \ge N$ every step's state is a checkpoint, and each step is re-run
+# once, to rebuild its intermediates while it is reversed. The memory is $k$
+# states. Over 400 steps, with 4 and with 64 checkpoints (compiled ahead of time,
+# so that one executable gives the time, the memory and the gradient):
 
 # %%
 LONG = 400
