@@ -14,9 +14,14 @@ terms' `ebm.Parameter` declarations (`ebm._physics.catalogue.parameters_by_name`
     fields, and the entry for each of ebm's terms the table of the parameters it
     declares. griffe reads the source, not the imported classes, so it never sees
     the table that `ebm.Params`' runtime docstring (`help(ebm.Params)`) carries.
+
+The tutorials' pages (mkdocs-jupyter's HTML) lose nbconvert's Mermaid loader, which
+would import Mermaid from cdnjs.cloudflare.com on a page with a diagram: the site
+works offline, and the notebooks draw none.
 """
 
 import importlib
+import re
 
 import griffe
 
@@ -115,3 +120,25 @@ class ParameterTables(griffe.Extension):
             cls.docstring = griffe.Docstring(table, parent=cls)
         else:
             cls.docstring.value = f"{cls.docstring.value}\n\n{table}"
+
+
+
+# nbconvert's `mermaid_js` macro: one module script that imports Mermaid from a CDN.
+_MERMAID_LOADER = re.compile(
+    r'<script type="module">\s*document\.addEventListener\("DOMContentLoaded", '
+    r"async \(\) => \{\s*const diagrams = document\.querySelectorAll\(\"\.jp-Mermaid"
+    r".*?</script>",
+    re.DOTALL,
+)
+
+
+def on_post_page(output, page, config):
+    del config
+    if page.file.src_uri.startswith("tutorials/"):
+        output, count = _MERMAID_LOADER.subn("", output)
+        if count != 1:
+            raise ValueError(
+                f"{page.file.src_uri}: expected nbconvert's Mermaid loader once, "
+                f"found it {count} times"
+            )
+    return output
