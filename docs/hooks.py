@@ -122,7 +122,6 @@ class ParameterTables(griffe.Extension):
             cls.docstring.value = f"{cls.docstring.value}\n\n{table}"
 
 
-
 # nbconvert's `mermaid_js` macro: one module script that imports Mermaid from a CDN.
 _MERMAID_LOADER = re.compile(
     r'<script type="module">\s*document\.addEventListener\("DOMContentLoaded", '
