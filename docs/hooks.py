@@ -107,4 +107,5 @@ def _figure_markdown(match) -> str:
 def on_page_markdown(markdown, page, config, files):
     del page, config, files
     markdown = markdown.replace("<!-- ebm:parameters -->", _parameter_table())
-    return re.sub(r"<!-- ebm:figure (\w+) -->", _figure_markdown, markdown)
+    # Names are lower case (the drawing functions'), so `NAME` in prose stays.
+    return re.sub(r"<!-- ebm:figure ([a-z][a-z0-9_]*) -->", _figure_markdown, markdown)
