@@ -100,7 +100,7 @@ def main():
         rows=rows,
     )
     arguments.output.write_text(json.dumps(record, indent=2) + "\n")
-    ebm.plot_memory_scaling(rows, arguments.output.with_suffix(".png"))
+    ebm.plot_memory_scaling(rows, path=arguments.output.with_suffix(".png"))
     print(f"wrote {arguments.output} and {arguments.output.with_suffix('.png')}")
 
 

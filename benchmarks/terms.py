@@ -155,10 +155,17 @@ def main() -> None:
             indent=2,
         )
     )
+    plot(rows, RESULTS / f"{arguments.output}.png")
+    print(f"wrote {path}")
+
+
+def plot(rows, path) -> None:
+    """Bars of each term's equilibrium time, with and without the gradient, by size."""
+    sizes = list(dict.fromkeys(row["n_lat"] for row in rows))
     figure, axes = plt.subplots(
-        1, len(arguments.sizes), figsize=(4 * len(arguments.sizes), 3.5), squeeze=False
+        1, len(sizes), figsize=(4 * len(sizes), 3.5), squeeze=False
     )
-    for axis, n_lat in zip(axes[0], arguments.sizes):
+    for axis, n_lat in zip(axes[0], sizes):
         mine = [r for r in rows if r["n_lat"] == n_lat]
         names = [r["term"] for r in mine]
         x = range(len(names))
@@ -179,8 +186,7 @@ def main() -> None:
         axis.set_title(f"{n_lat} cells")
         axis.legend()
     figure.tight_layout()
-    figure.savefig(RESULTS / f"{arguments.output}.png", dpi=120)
-    print(f"wrote {path}")
+    figure.savefig(path, dpi=120)
 
 
 if __name__ == "__main__":

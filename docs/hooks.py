@@ -18,12 +18,22 @@ terms' `ebm.Parameter` declarations (`ebm._physics.catalogue.parameters_by_name`
 The tutorials' pages (mkdocs-jupyter's HTML) lose nbconvert's Mermaid loader, which
 would import Mermaid from cdnjs.cloudflare.com on a page with a diagram: the site
 works offline, and the notebooks draw none.
+
+`<!-- ebm:figure NAME -->` becomes the figure `NAME` of `docs/figures/make_figures.py`,
+its caption and the command that makes it. Every build draws those figures (once a
+process: `mkdocs serve` redraws them only when restarted) into a temporary folder and
+adds them to the site as `figures/NAME.png`; none is committed.
 """
 
 import importlib
+import importlib.util
+import pathlib
 import re
+import tempfile
+import time
 
 import griffe
+from mkdocs.structure.files import File
 
 import ebm
 from ebm._cli.common import number_text, selection_flags
@@ -78,9 +88,62 @@ def parameter_table(names=None, leave_out=()) -> str:
     )
 
 
+def _figures_module():
+    path = pathlib.Path(__file__).parent / "figures" / "make_figures.py"
+    spec = importlib.util.spec_from_file_location("make_figures", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+_FIGURES = _figures_module()
+# Drawn once a process, into a folder that lives as long as it does.
+_DRAWN = tempfile.TemporaryDirectory(prefix="ebm-docs-figures-")
+
+
+def _draw_figures() -> dict[str, pathlib.Path]:
+    folder = pathlib.Path(_DRAWN.name)
+    plt = _FIGURES._pyplot()
+    drawn = {}
+    for name, figure in _FIGURES.FIGURES.items():
+        path = folder / f"{name}.png"
+        if not path.exists():
+            began = time.perf_counter()
+            figure.draw(path)
+            plt.close("all")
+            print(f"docs figure {name}: {time.perf_counter() - began:.1f} s")
+        drawn[name] = path
+    return drawn
+
+
+def on_files(files, config):
+    for name, path in _draw_figures().items():
+        files.append(File.generated(config, f"figures/{name}.png", abs_src_path=path))
+    return files
+
+
+def _figure_markdown(match) -> str:
+    name = match.group(1)
+    if name not in _FIGURES.FIGURES:
+        raise KeyError(
+            f"<!-- ebm:figure {name} -->: docs/figures/make_figures.py has no figure "
+            f"{name}; it has {', '.join(_FIGURES.FIGURES)}."
+        )
+    figure = _FIGURES.FIGURES[name]
+    made = f"`{_FIGURES.COMMAND} {name}` draws it"
+    if figure.source:
+        made = f"{figure.source}: {made}"
+    return (
+        f"![{figure.caption.replace('`', '')}](figures/{name}.png)\n\n"
+        f"*{figure.caption}* ({made}; the docs build runs it.)"
+    )
+
+
 def on_page_markdown(markdown, page, config, files):
     del page, config, files
-    return markdown.replace("<!-- ebm:parameters -->", parameter_table())
+    markdown = markdown.replace("<!-- ebm:parameters -->", parameter_table())
+    # Names are lower case (the drawing functions'), so `NAME` in prose stays.
+    return re.sub(r"<!-- ebm:figure ([a-z][a-z0-9_]*) -->", _figure_markdown, markdown)
 
 
 def _api_table(obj) -> str | None:

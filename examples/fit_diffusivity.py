@@ -50,7 +50,7 @@ def main():
         target,
         ebm.equilibrium(start),
         ebm.equilibrium(result.params),
-        arguments.plot,
+        path=arguments.plot,
     )
     print(f"wrote {arguments.plot}")
 

@@ -95,7 +95,7 @@ def main():
         f"less than the plain gradient, in {time_ratio:.2f} times its time."
     )
     assert np.isfinite(smallest["temporary_megabytes"])
-    ebm.plot_memory_scaling(rows, arguments.plot)
+    ebm.plot_memory_scaling(rows, path=arguments.plot)
     print(f"wrote {arguments.plot}")
 
 

@@ -28,5 +28,5 @@ for name in ebm.Params.field_names():
 from ebm._edges.plot import plot_equilibrium  # noqa: E402
 
 
-plot_equilibrium(state, params, "quickstart.png")
+plot_equilibrium(state, params=params, path="quickstart.png")
 print("wrote quickstart.png")

@@ -81,7 +81,7 @@ def main():
         f"spin-up of {years} years ({spin_seconds:.2f} s with compilation) is within "
         f"{difference:.1e} K of the shooting solution"
     )
-    ebm.plot_seasonal_cycle(cycle, params, arguments.plot)
+    ebm.plot_seasonal_cycle(cycle, params=params, path=arguments.plot)
     print(f"wrote {arguments.plot}")
 
 

@@ -68,7 +68,7 @@ def main():
     )
 
     profiles = ebm.sensitivity(params, "T")
-    ebm.plot_sensitivity(profiles, params, arguments.plot)
+    ebm.plot_sensitivity(profiles, params, path=arguments.plot)
     print(f"\nwrote {arguments.plot}")
 
 

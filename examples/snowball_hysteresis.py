@@ -78,7 +78,7 @@ def main():
     if 0.25 in branches:
         ebm.plot_branch(
             branches[0.25],
-            axes=figure.axes,
+            ax=figure.axes,
             label="ice_width 0.25 K",
             color="C1",
             annotate=False,

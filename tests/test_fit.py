@@ -283,7 +283,7 @@ def test_sensitivity_profiles_plot(params, tmp_path):
     from ebm._edges.plot import plot_sensitivity
 
     result = ebm.sensitivity(params, "T", names=("D", "forcing", "water_depth"))
-    plot_sensitivity(result, params, tmp_path / "s.png")
+    plot_sensitivity(result, params, path=tmp_path / "s.png")
     assert (tmp_path / "s.png").stat().st_size > 10_000
     assert result.names == ("D", "forcing", "water_depth")
 

@@ -219,7 +219,7 @@ def test_unconverged_state_is_marked_on_its_plot(tmp_path):
     # Used to be drawn, and titled, as if it were the equilibrium.
     failed = ebm.equilibrium(PARAMS, grid=grid, max_steps=1, throw=False)
     assert failed.result != ebm.RESULTS.successful
-    figure = ebm.plot_equilibrium(failed, PARAMS, tmp_path / "failed.png")
+    figure = ebm.plot_equilibrium(failed, params=PARAMS, path=tmp_path / "failed.png")
     ax = figure.axes[0]
     assert "not converged: The maximum number of steps" in ax.get_title()
     labels = [text.get_text() for text in ax.get_legend().get_texts()]
@@ -228,7 +228,7 @@ def test_unconverged_state_is_marked_on_its_plot(tmp_path):
     transport = ebm.plot_heat_transport(failed, PARAMS, model)
     assert "not converged" in transport.axes[0].get_title()
     converged = ebm.equilibrium(PARAMS, grid=grid)
-    figure = ebm.plot_equilibrium(converged, PARAMS)
+    figure = ebm.plot_equilibrium(converged, params=PARAMS)
     assert "not converged" not in figure.axes[0].get_title()
     import matplotlib.pyplot as plt
 
@@ -245,7 +245,7 @@ def test_plots_leave_the_users_backend_alone():
         "import ebm\n"
         "grid = ebm.Grid(6)\n"
         "state = ebm.equilibrium(ebm.Params(), grid=grid)\n"
-        "figure = ebm.plot_equilibrium(state, ebm.Params())\n"
+        "figure = ebm.plot_equilibrium(state)\n"
         "import matplotlib.pyplot as plt\n"
         "assert plt.gcf() is figure\n"
         "print(matplotlib.get_backend())\n"
@@ -273,7 +273,7 @@ def test_sensitivity_lines_have_a_colour_each_and_the_seasonal_axes_their_units(
     assert len(lines) > 10
     assert len(set(lines.values())) == len(lines)
     cycle = ebm.seasonal_spinup(PARAMS, grid=grid, years=1, steps_per_year=24)
-    figure = ebm.plot_seasonal_cycle(cycle, PARAMS)
+    figure = ebm.plot_seasonal_cycle(cycle, params=PARAMS)
     labels = {axis.get_ylabel() for axis in figure.axes}
     assert "annual mean (°C)" in labels
     assert "amplitude, half the seasonal range (K)" in labels

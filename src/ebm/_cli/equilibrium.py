@@ -65,13 +65,13 @@ def run(arguments) -> dict:
     if arguments.transport_plot is not None:
         from .._edges.plot import plot_heat_transport
 
-        plot_heat_transport(state, params, model, arguments.transport_plot)
+        plot_heat_transport(state, params, model, path=arguments.transport_plot)
         report["transport_plot"] = arguments.transport_plot
 
     def plot(path):
         from .._edges.plot import plot_equilibrium
 
-        plot_equilibrium(state, params, path)
+        plot_equilibrium(state, params=params, path=path)
 
     return common.finish(report, state, params, arguments, plot, model)
 

@@ -95,7 +95,7 @@ def run(arguments) -> dict:
 
         initial = equilibrium(params, model=model)
         fitted = equilibrium(result.params, model=model)
-        plot_fit(result, target, initial, fitted, path)
+        plot_fit(result, target, initial, fitted, path=path)
 
     return common.finish(report, result, result.params, arguments, plot)
 

@@ -95,6 +95,6 @@ def run(arguments) -> dict:
     def plot(path):
         from .._edges.plot import plot_branch
 
-        plot_branch(branch, path)
+        plot_branch(branch, path=path)
 
     return common.finish(report, branch, params, arguments, plot)

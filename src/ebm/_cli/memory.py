@@ -66,7 +66,7 @@ def run(arguments) -> dict:
     if path is not None:
         from .._edges.plot import plot_memory_scaling
 
-        plot_memory_scaling(rows, path)
+        plot_memory_scaling(rows, path=path)
         report["plot"] = path
     return report
 

@@ -158,7 +158,7 @@ def run(arguments) -> dict:
     def plot(path):
         from .._edges.plot import plot_trajectory
 
-        plot_trajectory(trajectory, params, path)
+        plot_trajectory(trajectory, params=params, path=path)
 
     return common.finish(
         report,

@@ -55,6 +55,6 @@ def run(arguments) -> dict:
     def plot(path):
         from .._edges.plot import plot_seasonal_cycle
 
-        plot_seasonal_cycle(cycle, params, path)
+        plot_seasonal_cycle(cycle, params=params, path=path)
 
     return common.finish(report, cycle, params, arguments, plot)

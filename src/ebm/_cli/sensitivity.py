@@ -66,7 +66,7 @@ def run(arguments) -> dict:
     def plot(path):
         from .._edges.plot import plot_sensitivity
 
-        plot_sensitivity(result, params, path)
+        plot_sensitivity(result, params, path=path)
 
     return common.finish(
         report,

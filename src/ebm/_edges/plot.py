@@ -1,4 +1,22 @@
-"""Matplotlib figures. Imported lazily: nothing in the numerical core needs it."""
+"""Matplotlib figures. Imported lazily: nothing in the numerical core needs it.
+
+Every helper follows one convention, as matplotlib's own `Axes` methods and
+seaborn's functions do:
+
+- the result to draw comes first, positionally (with whatever else the drawing
+    cannot be computed without, such as the model whose heat transport is drawn);
+- everything else is keyword-only: `params=` where the parameters only label the
+    figure (the freezing temperature `Tf`; default `ebm.Params()`), `ax=` to draw
+    into the user's axes, `path=` to save, and the helper's own options;
+- `ax=` is one `matplotlib.axes.Axes` for a one-panel figure, and for a figure of
+    several panels a sequence of that many axes, in the order the docstring lists
+    them (what `plt.subplots(1, 2)` returns). Without it the helper makes a new
+    figure;
+- each returns the `matplotlib.figure.Figure` it drew on (`ax.figure` when `ax` is
+    given), and saves that whole figure when `path` is given.
+
+No helper switches matplotlib's backend or calls `plt.show()`.
+"""
 
 import numpy as np
 
@@ -10,6 +28,44 @@ def _pyplot():
     import matplotlib.pyplot as plt
 
     return plt
+
+
+def _axes(ax, panels: int, *, nrows: int = 1, **subplots):
+    """The figure to draw on and its `panels` axes: the user's `ax`, or a new figure.
+
+    `panels` axes are laid out `nrows` by `panels // nrows` in a new figure; `ax`,
+    when given, is one axes (`panels == 1`) or a sequence of `panels` axes.
+    """
+    if ax is None:
+        fig, made = _pyplot().subplots(
+            nrows, panels // nrows, layout="constrained", **subplots
+        )
+        return fig, made
+    if panels == 1:
+        if not hasattr(ax, "figure"):
+            raise ValueError(
+                f"`ax` must be one matplotlib axes for this figure, got {ax!r}."
+            )
+        return ax.figure, ax
+    axes = [ax] if hasattr(ax, "figure") else list(np.ravel(np.asarray(ax, object)))
+    if len(axes) != panels:
+        raise ValueError(
+            f"`ax` must be a sequence of {panels} matplotlib axes for this figure's "
+            f"{panels} panels, got {len(axes)}."
+        )
+    return axes[0].figure, axes
+
+
+def _freezing(params) -> float:
+    """The freezing threshold `Tf` of `params` (default `ebm.Params()`), degC."""
+    from .._model.params import Params
+
+    return float((Params() if params is None else params).Tf)
+
+
+def _save(fig, path) -> None:
+    if path is not None:
+        fig.savefig(path, dpi=120)
 
 
 def _failure(result) -> str | None:
@@ -38,51 +94,54 @@ def _mark_failure(ax, title: str, failure: str | None, *, figure=False) -> None:
         setter(f"{title}\n{failure}", color="tab:red")
 
 
-def plot_equilibrium(equilibrium, params, path=None, *, ax=None, label=None):
+def plot_equilibrium(equilibrium, *, params=None, ax=None, path=None, label=None):
     """Plot an equilibrium profile T(lat), with the freezing threshold and ice edge.
 
     **Arguments:**
 
     - `equilibrium`: an `ebm.Equilibrium` (or anything with `.lat`, `.T`,
-        `.ice_edge`).
-    - `params`: the `ebm.Params` it was computed with (for `Tf`).
+        `.ice_edge`, `.global_mean`).
+    - `params`: the `ebm.Params` it was computed with, for the `Tf` line (default
+        `ebm.Params()`).
+    - `ax`: a matplotlib axes to draw on (default: a new figure).
     - `path`: if given, save the figure there.
-    - `ax`: an existing matplotlib axis to draw on.
     - `label`: legend label for the profile.
 
     **Returns:**
 
-    The matplotlib figure. A state that did not converge (`result` not
+    The matplotlib `Figure` drawn on. A state that did not converge (`result` not
     successful) is drawn dashed and red, and the title and legend say
     `not converged: <why>`.
     """
-    plt = _pyplot()
-    if ax is None:
-        fig, ax = plt.subplots(figsize=(6, 4), layout="constrained")
-    else:
-        fig = ax.figure
+    fig, ax = _axes(ax, 1, figsize=(6, 4))
+    freezing = _freezing(params)
     lat, T = np.asarray(equilibrium.lat), np.asarray(equilibrium.T)
     edge = float(equilibrium.ice_edge)
     failure = _failure(equilibrium)
+    # Drawn over a previous profile (`ax=`), the edge takes its profile's colour,
+    # its label goes above the last one, and `Tf` is drawn once.
+    previous_edges = sum(text.get_text().startswith("ice edge") for text in ax.texts)
     if failure is None:
-        ax.plot(lat, T, label=label or "equilibrium T")
+        (line,) = ax.plot(lat, T, label=label or "equilibrium T")
     else:
-        ax.plot(
+        (line,) = ax.plot(
             lat,
             T,
             "--",
             color="tab:red",
             label=f"{label or 'T'} ({failure})",
         )
-    ax.axhline(float(params.Tf), color="0.6", ls=":", label="Tf")
+    if not any(other.get_label() == "Tf" for other in ax.get_lines()):
+        ax.axhline(freezing, color="0.6", ls=":", label="Tf")
     if 0 < edge < 90:
         for sign in (-1, 1):
-            ax.axvline(sign * edge, color="tab:blue", ls="--", lw=1)
+            ax.axvline(sign * edge, color=line.get_color(), ls="--", lw=1)
         ax.annotate(
             f"ice edge {edge:.1f}°",
-            (edge, float(params.Tf)),
-            xytext=(4, 6),
+            (edge, freezing),
+            xytext=(4, 6 + 14 * previous_edges),
             textcoords="offset points",
+            color=line.get_color() if previous_edges else None,
         )
     ax.set_xlabel("latitude (°N)")
     ax.set_ylabel("surface temperature (°C)")
@@ -94,30 +153,33 @@ def plot_equilibrium(equilibrium, params, path=None, *, ax=None, label=None):
         failure,
     )
     ax.legend(loc="lower center")
-    if path is not None:
-        fig.savefig(path, dpi=120)
+    _save(fig, path)
     return fig
 
 
-def plot_memory_scaling(rows, path=None):
+def plot_memory_scaling(rows, *, ax=None, path=None):
     """Log-log memory against steps, one line per schedule; gradient time beside it.
 
     **Arguments:**
 
     - `rows`: the output of `ebm.memory_table` (or its JSON).
+    - `ax`: two matplotlib axes to draw on, (memory, time) (default: a new figure).
     - `path`: if given, save the figure there.
 
     **Returns:**
 
-    The matplotlib figure.
+    The matplotlib `Figure` drawn on.
     """
-    plt = _pyplot()
-    fig, (memory_ax, time_ax) = plt.subplots(
-        1, 2, figsize=(11, 4.5), layout="constrained"
-    )
+    fig, (memory_ax, time_ax) = _axes(ax, 2, figsize=(11, 4.5))
+    # A point measured again (a rerun with more repeats) is drawn once, from the
+    # last run, and each line in order of steps.
+    latest = {(row["schedule"], row["steps"]): row for row in rows}
     schedules = list(dict.fromkeys(row["schedule"] for row in rows))
     for schedule in schedules:
-        mine = [row for row in rows if row["schedule"] == schedule]
+        mine = sorted(
+            (row for (name, _), row in latest.items() if name == schedule),
+            key=lambda row: row["steps"],
+        )
         style = dict(color="black", lw=2.5) if schedule == "forward" else {}
         steps = [row["steps"] for row in mine]
         memory_ax.loglog(
@@ -142,8 +204,7 @@ def plot_memory_scaling(rows, path=None):
     time_ax.set_ylabel("median wall time (s)")
     time_ax.set_title("time of the gradient")
     memory_ax.legend(fontsize="small", ncol=2)
-    if path is not None:
-        fig.savefig(path, dpi=120)
+    _save(fig, path)
     return fig
 
 
@@ -153,22 +214,23 @@ def perturbation(params, name: str) -> float:
     return 0.01 * value if value > 0 else 1.0
 
 
-def plot_sensitivity(sensitivity, params, path=None):
+def plot_sensitivity(sensitivity, params, *, ax=None, path=None):
     """Sensitivity profiles: the change in T(lat) for a 1% change in each parameter.
 
     **Arguments:**
 
     - `sensitivity`: an `ebm.Sensitivity` of the output `"T"`.
-    - `params`: the parameters it was taken at (to size the 1% changes; a parameter
-        that is zero gets a change of one unit).
+    - `params`: the parameters it was taken at, which size the 1% changes (a
+        parameter that is zero gets a change of one unit).
+    - `ax`: a matplotlib axes to draw on (default: a new figure).
     - `path`: if given, save the figure there.
 
     **Returns:**
 
-    The matplotlib figure.
+    The matplotlib `Figure` drawn on.
     """
     plt = _pyplot()
-    fig, ax = plt.subplots(figsize=(7, 4.5), layout="constrained")
+    fig, ax = _axes(ax, 1, figsize=(7, 4.5))
     lat = np.asarray(sensitivity.lat)
     # One colour per parameter: the default cycle of ten repeats after ten.
     colours = plt.get_cmap("tab20").colors
@@ -191,12 +253,11 @@ def plot_sensitivity(sensitivity, params, path=None):
     ax.set_xticks(np.arange(-90, 91, 30))
     ax.set_title("equilibrium response to a 1% change in each parameter")
     ax.legend(fontsize="small", ncol=2)
-    if path is not None:
-        fig.savefig(path, dpi=120)
+    _save(fig, path)
     return fig
 
 
-def plot_fit(result, target, initial, fitted, path=None):
+def plot_fit(result, target, initial, fitted, *, ax=None, path=None):
     """Target, initial and fitted profiles, and the loss curve of an `ebm.fit`.
 
     **Arguments:**
@@ -204,16 +265,15 @@ def plot_fit(result, target, initial, fitted, path=None):
     - `result`: the `ebm.FitResult`.
     - `target`: the target profile, degC.
     - `initial`, `fitted`: `ebm.Equilibrium`s at the initial and fitted parameters.
+    - `ax`: two matplotlib axes to draw on, (profiles, loss) (default: a new
+        figure).
     - `path`: if given, save the figure there.
 
     **Returns:**
 
-    The matplotlib figure.
+    The matplotlib `Figure` drawn on.
     """
-    plt = _pyplot()
-    fig, (profile_ax, loss_ax) = plt.subplots(
-        1, 2, figsize=(11, 4.2), layout="constrained"
-    )
+    fig, (profile_ax, loss_ax) = _axes(ax, 2, figsize=(11, 4.2))
     lat = np.asarray(fitted.lat)
     profile_ax.plot(lat, np.asarray(target), "k.", label="target")
     for state, style, name in ((initial, "--", "initial"), (fitted, "-", "fitted")):
@@ -242,15 +302,14 @@ def plot_fit(result, target, initial, fitted, path=None):
         if result.converged
         else f"not converged: gradient above gtol after {result.num_steps} steps",
     )
-    if path is not None:
-        fig.savefig(path, dpi=120)
+    _save(fig, path)
     return fig
 
 
 _FOLD_NAMES = {"S0": "S0 (W m-2)", "forcing": "forcing (W m-2)", "D": "D (W m-2 K-1)"}
 
 
-def plot_branch(branch, path=None, *, axes=None, label=None, color=None, annotate=True):
+def plot_branch(branch, *, ax=None, path=None, label=None, color=None, annotate=True):
     """Plot a branch of equilibria: ice edge and global mean against the parameter.
 
     Stable points are drawn solid, unstable dashed; folds are marked with their
@@ -259,24 +318,18 @@ def plot_branch(branch, path=None, *, axes=None, label=None, color=None, annotat
     **Arguments:**
 
     - `branch`: an `ebm.Branch`.
+    - `ax`: two matplotlib axes to draw on, (ice edge, global mean), e.g. a
+        previous call's `figure.axes` to overlay branches (default: a new figure).
     - `path`: if given, save the figure there.
-    - `axes`: two existing matplotlib axes (ice edge, global mean) to draw on, e.g.
-        to overlay branches.
     - `label`: legend label.
     - `color`: line colour (default `"C0"`; give each overlaid branch its own).
     - `annotate`: label each fold with its parameter value.
 
     **Returns:**
 
-    The matplotlib figure.
+    The matplotlib `Figure` drawn on.
     """
-    plt = _pyplot()
-    if axes is None:
-        fig, axes = plt.subplots(
-            2, 1, figsize=(7, 7), sharex=True, layout="constrained"
-        )
-    else:
-        fig = axes[0].figure
+    fig, axes = _axes(ax, 2, nrows=2, figsize=(7, 7), sharex=True)
     values = np.asarray(branch.values)
     stable = np.asarray(branch.stable)
     color = "C0" if color is None else color
@@ -318,8 +371,7 @@ def plot_branch(branch, path=None, *, axes=None, label=None, color=None, annotat
     axes[1].set_ylabel("global mean temperature (°C)")
     axes[1].set_xlabel(_FOLD_NAMES.get(branch.parameter, branch.parameter))
     axes[0].legend(loc="upper left", fontsize=8)
-    if path is not None:
-        fig.savefig(path, dpi=120)
+    _save(fig, path)
     return fig
 
 
@@ -336,7 +388,7 @@ def _hovmoller(fig, ax, time, lat, T, freezing: float, label: str):
     ax.set_yticks(np.arange(-90, 91, 30))
 
 
-def plot_seasonal_cycle(cycle, params=None, path=None, *, title=None):
+def plot_seasonal_cycle(cycle, *, params=None, ax=None, path=None, title=None):
     """A latitude-time (Hovmoller) plot of a seasonal cycle, and its amplitude.
 
     Left: temperature against day of year and latitude, with the `Tf` contour (the
@@ -346,23 +398,21 @@ def plot_seasonal_cycle(cycle, params=None, path=None, *, title=None):
     **Arguments:**
 
     - `cycle`: an `ebm.SeasonalCycle`.
-    - `params`: the `ebm.Params` it was computed with (for `Tf`; default
-        `ebm.Params()`).
+    - `params`: the `ebm.Params` it was computed with, for the `Tf` contour
+        (default `ebm.Params()`).
+    - `ax`: two matplotlib axes to draw on, (latitude-time, profiles) (default: a
+        new figure).
     - `path`: if given, save the figure there.
     - `title`: the figure's title.
 
     **Returns:**
 
-    The matplotlib figure.
+    The matplotlib `Figure` drawn on.
     """
     from .._constants import DAYS_PER_YEAR
-    from .._model.params import Params
 
-    freezing = float((Params() if params is None else params).Tf)
-    plt = _pyplot()
-    fig, (hovmoller, profile) = plt.subplots(
-        1, 2, figsize=(12, 4.5), layout="constrained", width_ratios=(2.2, 1)
-    )
+    freezing = _freezing(params)
+    fig, (hovmoller, profile) = _axes(ax, 2, figsize=(12, 4.5), width_ratios=(2.2, 1))
     day = np.asarray(cycle.t) * DAYS_PER_YEAR
     lat, T = np.asarray(cycle.lat), np.asarray(cycle.T)
     _hovmoller(fig, hovmoller, day, lat, T, freezing, "surface temperature")
@@ -397,26 +447,26 @@ def plot_seasonal_cycle(cycle, params=None, path=None, *, title=None):
         _failure(cycle),
         figure=True,
     )
-    if path is not None:
-        fig.savefig(path, dpi=120)
+    _save(fig, path)
     return fig
 
 
-def plot_heat_transport(equilibrium, params, model, path=None):
+def plot_heat_transport(equilibrium, params, model, *, ax=None, path=None):
     """Northward heat transport (PW) of an equilibrium against latitude.
 
     **Arguments:**
 
     - `equilibrium`: an `ebm.Equilibrium` (or anything with `.T`).
-    - `params`, `model`: what it was computed with.
+    - `params`, `model`: what it was computed with; the transport is computed from
+        them.
+    - `ax`: a matplotlib axes to draw on (default: a new figure).
     - `path`: if given, save the figure there.
 
     **Returns:**
 
-    The matplotlib figure.
+    The matplotlib `Figure` drawn on.
     """
-    plt = _pyplot()
-    fig, ax = plt.subplots(figsize=(6, 4), layout="constrained")
+    fig, ax = _axes(ax, 1, figsize=(6, 4))
     transport = np.asarray(model.heat_transport(equilibrium.T, params))
     ax.plot(np.asarray(model.grid.lat_bounds), transport)
     ax.axhline(0.0, color="0.6", lw=0.8)
@@ -425,38 +475,36 @@ def plot_heat_transport(equilibrium, params, model, path=None):
     ax.set_xlim(-90, 90)
     ax.set_xticks(np.arange(-90, 91, 30))
     _mark_failure(ax, f"peak {np.max(np.abs(transport)):.2f} PW", _failure(equilibrium))
-    if path is not None:
-        fig.savefig(path, dpi=120)
+    _save(fig, path)
     return fig
 
 
-def plot_trajectory(trajectory, params=None, path=None):
+def plot_trajectory(trajectory, *, params=None, ax=None, path=None):
     """A latitude-time (Hovmoller) plot of a run saved at several times.
 
     **Arguments:**
 
     - `trajectory`: an `ebm.Trajectory` with saved times (`ts`, `Ts`).
-    - `params`: for the `Tf` contour (default `ebm.Params()`).
+    - `params`: the `ebm.Params` it was run with, for the `Tf` contour (default
+        `ebm.Params()`).
+    - `ax`: a matplotlib axes to draw on (default: a new figure).
     - `path`: if given, save the figure there.
 
     **Returns:**
 
-    The matplotlib figure.
+    The matplotlib `Figure` drawn on.
 
     **Raises:**
 
     - `ValueError`: if the run saved no times.
     """
-    from .._model.params import Params
-
     if trajectory.Ts is None:
         raise ValueError(
             "`trajectory` has no saved times: integrate with `saveat=diffrax.SaveAt("
             "ts=...)` to plot it."
         )
-    freezing = float((Params() if params is None else params).Tf)
-    plt = _pyplot()
-    fig, ax = plt.subplots(figsize=(8, 4.5), layout="constrained")
+    freezing = _freezing(params)
+    fig, ax = _axes(ax, 1, figsize=(8, 4.5))
     years, lat = np.asarray(trajectory.ts), np.asarray(trajectory.lat)
     T = np.asarray(trajectory.Ts)
     _hovmoller(fig, ax, years, lat, T, freezing, "temperature")
@@ -464,6 +512,5 @@ def plot_trajectory(trajectory, params=None, path=None):
     failure = _failure(trajectory)
     if failure is not None:
         _mark_failure(ax, ax.get_title() or "run", failure)
-    if path is not None:
-        fig.savefig(path, dpi=120)
+    _save(fig, path)
     return fig

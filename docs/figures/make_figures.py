@@ -1,0 +1,327 @@
+"""The documentation's figures, each drawn by `ebm`'s own plot helpers.
+
+`mkdocs build` runs every figure here (through `docs/hooks.py`) into a temporary
+folder and serves it as `figures/<name>.png`; a page shows one with
+`<!-- ebm:figure <name> -->`, which the hook replaces with the image, its caption and
+the command that makes it:
+
+    python docs/figures/make_figures.py [NAME ...] [--out FOLDER]
+
+writes `<name>.png` for each name (default: all of them) into `FOLDER` (default:
+the current folder).
+
+Two kinds of figure. Results computed here, on coarse grids so the docs build stays
+fast. And the benchmarks' figures, redrawn from the JSON they committed under
+`benchmarks/results/` by each benchmark script's own `plot` (`python
+benchmarks/<name>.py` measures again and rewrites the JSON).
+"""
+
+import argparse
+import dataclasses
+import functools
+import importlib
+import json
+import pathlib
+import sys
+from collections.abc import Callable
+
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+BENCHMARKS = ROOT / "benchmarks"
+RESULTS = BENCHMARKS / "results"
+COMMAND = "python docs/figures/make_figures.py"
+
+
+@dataclasses.dataclass(frozen=True)
+class Figure:
+    """One figure: what its caption says, and how it is drawn into `path`."""
+
+    caption: str
+    draw: Callable[[pathlib.Path], None]
+    # Where it comes from, for the line under the figure.
+    source: str = ""
+
+
+FIGURES: dict[str, Figure] = {}
+
+
+def figure(caption: str, source: str = ""):
+    def register(draw):
+        FIGURES[draw.__name__] = Figure(caption, draw, source)
+        return draw
+
+    return register
+
+
+def _pyplot():
+    import matplotlib
+
+    # A script without a display: nothing is shown, every figure is saved.
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+@functools.cache
+def _equilibrium():
+    import ebm
+
+    params = ebm.Params()
+    return params, ebm.equilibrium(params)
+
+
+# --- Results computed here ----------------------------------------------------------
+
+
+@figure(
+    "The equilibrium of `ebm.Params()` (climlab's defaults, 90 cells) from the "
+    "present-day start: surface temperature against latitude, the freezing "
+    "threshold `Tf` and the ice edge."
+)
+def equilibrium(path):
+    import ebm
+
+    params, state = _equilibrium()
+    ebm.plot_equilibrium(state, params=params, path=path)
+
+
+@figure(
+    "The same equilibrium and its northward heat transport, drawn into one figure's "
+    "two axes with `ax=`: the diffusive transport peaks in midlatitudes and "
+    "vanishes at the poles."
+)
+def equilibrium_transport(path):
+    import ebm
+
+    params, state = _equilibrium()
+    model = ebm.EnergyBalanceModel()
+    fig, (left, right) = _pyplot().subplots(1, 2, figsize=(11, 4), layout="constrained")
+    ebm.plot_equilibrium(state, params=params, ax=left)
+    ebm.plot_heat_transport(state, params, model, ax=right, path=path)
+
+
+@figure(
+    "The snowball-Earth hysteresis: equilibria from S0 = 2000 down to 1000 W m-2 "
+    "from the warm start (`ebm.continuation`, 60 cells), stable branches solid, "
+    "unstable dashed, each fold marked with its S0."
+)
+def hysteresis(path):
+    import ebm
+
+    loop = ebm.continuation(ebm.Params(S0=2000.0), "S0", stop=1000.0, start="warm")
+    fig = ebm.plot_branch(loop)
+    fig.axes[0].set_title("ebm.continuation(ebm.Params(S0=2000.0), 'S0', stop=1000.0)")
+    fig.savefig(path, dpi=120)
+
+
+@figure(
+    "A fit of the diffusivity D to the equilibrium at D = 0.3 (`ebm.fit` with "
+    "`optax.lbfgs()`, 30 cells): the target, the profile at the initial D = 0.555 "
+    "and at the fitted D, and the loss at each step."
+)
+def fit(path):
+    import optax
+
+    import ebm
+
+    grid = ebm.Grid(30)
+    start = ebm.Params()
+    target = ebm.equilibrium(ebm.Params(D=0.3), grid=grid).T
+    result = ebm.fit(start, target, fit=("D",), optimizer=optax.lbfgs(), grid=grid)
+    ebm.plot_fit(
+        result,
+        target,
+        ebm.equilibrium(start, grid=grid),
+        ebm.equilibrium(result.params, grid=grid),
+        path=path,
+    )
+
+
+@figure(
+    "The sensitivity of the equilibrium profile to every parameter "
+    "(`ebm.sensitivity(params, 'T')`, 30 cells): the change in T(lat) for a 1% "
+    "change in each."
+)
+def sensitivity(path):
+    import ebm
+
+    params = ebm.Params()
+    profiles = ebm.sensitivity(params, "T", grid=ebm.Grid(30))
+    ebm.plot_sensitivity(profiles, params, path=path)
+
+
+@figure(
+    "The periodic seasonal cycle of `ebm.Params()` with daily insolation "
+    "(`ebm.periodic_equilibrium`, 30 cells, 73 steps a year): temperature against "
+    "day and latitude with the `Tf` contour and the northern ice edge; the annual "
+    "mean and amplitude of each latitude."
+)
+def seasonal_cycle(path):
+    import ebm
+
+    params = ebm.Params()
+    cycle = ebm.periodic_equilibrium(params, grid=ebm.Grid(30), steps_per_year=73)
+    ebm.plot_seasonal_cycle(cycle, params=params, path=path)
+
+
+@figure(
+    "The grey-body model of Building your own model (`ebm.GreyBodyLongwave`, "
+    "emissivity 0.69, 90 cells) against the default linear OLR: two calls of "
+    "`ebm.plot_equilibrium` into one axes."
+)
+def grey_body(path):
+    import ebm
+
+    grid = ebm.Grid(90)
+    model = ebm.EnergyBalanceModel(grid=grid, longwave=ebm.GreyBodyLongwave())
+    params = model.Params(emissivity=0.69)
+    grey = ebm.equilibrium(params, model=model)
+    linear = ebm.equilibrium(ebm.Params(), grid=grid)
+    fig, ax = _pyplot().subplots(figsize=(6, 4), layout="constrained")
+    ebm.plot_equilibrium(linear, ax=ax, label="linear OLR, A + B T")
+    ebm.plot_equilibrium(grey, params=params, ax=ax, label="grey body, emissivity 0.69")
+    ax.set_title(
+        f"global mean {float(linear.global_mean):.1f} °C (linear), "
+        f"{float(grey.global_mean):.1f} °C (grey body)"
+    )
+    fig.savefig(path, dpi=120)
+
+
+# --- The benchmarks' figures, from their committed JSON ------------------------------
+
+
+def _benchmark(name: str):
+    """The benchmark script `benchmarks/<name>.py` as a module, for its `plot`."""
+    # The scripts import their neighbour `_machine` as a top-level module.
+    if str(BENCHMARKS) not in sys.path:
+        sys.path.insert(0, str(BENCHMARKS))
+    return importlib.import_module(name)
+
+
+def _saved(name: str) -> dict:
+    return json.loads((RESULTS / f"{name}.json").read_text())
+
+
+def _from(script: str, json_name: str | None = None) -> str:
+    return (
+        f"measured by `python benchmarks/{script}.py` (which writes "
+        f"`benchmarks/results/{json_name or script}.json`); redrawn from that file"
+    )
+
+
+@figure(
+    "Memory and time of one gradient through N fixed steps, by checkpoint schedule "
+    "(`ebm.plot_memory_scaling` of the committed table).",
+    _from("memory"),
+)
+def memory(path):
+    import ebm
+
+    ebm.plot_memory_scaling(_saved("memory")["rows"], path=path)
+
+
+@figure(
+    "The cost of a call of each entry point (60 cells), each in a fresh process.",
+    _from("call_latency"),
+)
+def call_latency(path):
+    _benchmark("call_latency").plot(_saved("call_latency")["rows"], path)
+
+
+@figure(
+    "`ebm.equilibrium` next to the folds: the most root-finder iterations it takes "
+    "to converge, against the number of cells, by start and ice width.",
+    _from("equilibrium_robustness"),
+)
+def equilibrium_robustness(path):
+    _benchmark("equilibrium_robustness").plot(
+        _saved("equilibrium_robustness")["results"], path
+    )
+
+
+@figure(
+    "d(global mean)/d(every parameter) through long runs (60 cells): memory and wall "
+    "time against the years integrated, by adjoint.",
+    _from("long_runs"),
+)
+def long_runs(path):
+    _benchmark("long_runs").plot(_saved("long_runs")["rows"], path)
+
+
+@figure(
+    "The folds' S0 against the number of cells, for each ice width: the small ice "
+    "cap's folds, the snowball fold and where the snowball melts.",
+    _from("continuation"),
+)
+def continuation(path):
+    _benchmark("continuation").plot(_saved("continuation")["resolution"], path)
+
+
+@figure(
+    "ROS2's largest error over the seasonal cycle against steps per year (slope -2), "
+    "and the time of shooting and of spin-up against the mixed-layer depth.",
+    _from("seasonal"),
+)
+def seasonal_benchmark(path):
+    _benchmark("seasonal").plot(_saved("seasonal"), path)
+
+
+@figure(
+    "`ebm.ensemble` throughput (60 cells): equilibria and their gradients per second "
+    "against the number of members, by number of devices.",
+    _from("ensemble_throughput"),
+)
+def ensemble_throughput(path):
+    saved = _saved("ensemble_throughput")
+    _benchmark("ensemble_throughput").plot(saved["rows"], path, saved["platform"])
+
+
+@figure(
+    "One simulated year from the present-day profile: seconds and memory against "
+    "the number of cells, by solver.",
+    _from("high_resolution"),
+)
+def high_resolution(path):
+    _benchmark("high_resolution").plot(_saved("high_resolution")["rows"], path)
+
+
+@figure(
+    "An equilibrium, and one with the gradient of its global mean, for the default "
+    "model and each term swapped in, by number of cells.",
+    _from("terms"),
+)
+def terms(path):
+    _benchmark("terms").plot(_saved("terms")["rows"], path)
+
+
+@figure(
+    "ebm's equilibrium against climlab's `EBM_annual` on the same grid, and their "
+    "difference.",
+    _from("climlab_comparison"),
+)
+def climlab_comparison(path):
+    _benchmark("climlab_comparison").plot(_saved("climlab_comparison"), path)
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("names", nargs="*", metavar="NAME", help=", ".join(FIGURES))
+    parser.add_argument("--out", type=pathlib.Path, default=pathlib.Path("."))
+    arguments = parser.parse_args()
+    unknown = sorted(set(arguments.names) - set(FIGURES))
+    if unknown:
+        parser.error(
+            f"no figure {', '.join(unknown)}; the figures: {', '.join(FIGURES)}"
+        )
+    arguments.out.mkdir(parents=True, exist_ok=True)
+    plt = _pyplot()
+    for name in arguments.names or FIGURES:
+        path = arguments.out / f"{name}.png"
+        FIGURES[name].draw(path)
+        plt.close("all")
+        print(f"wrote {path}")
+
+
+if __name__ == "__main__":
+    main()
