@@ -516,3 +516,25 @@ def test_a_profile_parameter_takes_a_number_or_a_list():
     assert _parse_value(scalar)("0.3") == 0.3
     with pytest.raises(argparse.ArgumentTypeError, match="expected a number"):
         _parse_value(scalar)("0.1,0.2")
+
+
+def test_memory_table_units_are_udunits(tmp_path):
+    import ebm
+    from ebm._cli.memory import _memory_netcdf
+
+    rows = [
+        {
+            "schedule": "forward",
+            "steps": 10,
+            "temporary_megabytes": 0.5,
+            "seconds": 1.0,
+        },
+        {"schedule": "sqrt", "steps": 10, "temporary_megabytes": 0.25, "seconds": 2.0},
+    ]
+    path = tmp_path / "memory.nc"
+    _memory_netcdf(rows, ebm.Params(), path)
+    table = ebm.load(path)
+    # UDUNITS-2 names the byte only in full: "MB" would be a megabel.
+    assert table["temporary_megabytes"].attrs["units"] == "megabyte"
+    assert table["seconds"].attrs["units"] == "s"
+    assert list(table["temporary_megabytes"].values[:, 0]) == [0.5, 0.25]
