@@ -58,7 +58,7 @@ from .._model.model import EnergyBalanceModel
 from .._model.params import Params
 from .._model.start import initial_profile, resolve_model
 from .._physics.insolation.daily import DailyInsolation
-from .._results import RESULTS
+from .._results import RESULTS, with_result_names
 from .._stepping.checkpoints import resolve_checkpoint, spellings
 from .._stepping.integrate import _fixed_step
 from .._stepping.steppers import resolve_stepper
@@ -217,6 +217,9 @@ class SeasonalCycle(eqx.Module):
     step_error: Scalar
     result: RESULTS
     num_steps: Int[Array, ""]
+
+    def __repr__(self) -> str:
+        return with_result_names(self)
 
     @property
     def annual_global_mean(self) -> Scalar:

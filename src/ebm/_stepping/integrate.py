@@ -54,7 +54,7 @@ from .._model.model import EnergyBalanceModel
 from .._model.params import Params
 from .._model.start import initial_profile, resolve_model
 from .._numerics.tridiagonal import ProbedTridiagonal
-from .._results import RESULTS, nan_unless_successful
+from .._results import RESULTS, nan_unless_successful, with_result_names
 from .checkpoints import resolve_checkpoint, spellings
 from .steppers import resolve_stepper
 from .steppers.checks import (
@@ -312,6 +312,9 @@ class Trajectory(eqx.Module):
     Ts: Float[Array, "time lat"] | None
     result: RESULTS
     num_steps: Int[Array, ""]
+
+    def __repr__(self) -> str:
+        return with_result_names(self)
 
 
 _FORWARD_MODE_HINT = (
