@@ -516,3 +516,44 @@ def test_a_profile_parameter_takes_a_number_or_a_list():
     assert _parse_value(scalar)("0.3") == 0.3
     with pytest.raises(argparse.ArgumentTypeError, match="expected a number"):
         _parse_value(scalar)("0.1,0.2")
+
+
+def test_memory_table_units_are_udunits(tmp_path):
+    import ebm
+    from ebm._cli.memory import _memory_netcdf
+
+    rows = [
+        {
+            "schedule": "forward",
+            "steps": 10,
+            "temporary_megabytes": 0.5,
+            "seconds": 1.0,
+        },
+        {"schedule": "sqrt", "steps": 10, "temporary_megabytes": 0.25, "seconds": 2.0},
+    ]
+    path = tmp_path / "memory.nc"
+    _memory_netcdf(rows, ebm.Params(), path)
+    table = ebm.load(path)
+    # UDUNITS-2 names the byte only in full: "MB" would be a megabel.
+    assert table["temporary_megabytes"].attrs["units"] == "megabyte"
+    assert table["seconds"].attrs["units"] == "s"
+    assert list(table["temporary_megabytes"].values[:, 0]) == [0.5, 0.25]
+
+
+@pytest.mark.parametrize("command", ["run", "fit", "hysteresis", "seasonal"])
+def test_long_subcommands_take_progress_flags(capsys, command):
+    with pytest.raises(SystemExit):
+        main([command, "--help"])
+    text = capsys.readouterr().out
+    assert "--progress" in text and "--no-progress" in text
+
+
+def test_progress_goes_to_stderr_and_leaves_the_json_alone(capfd):
+    argv = ["seasonal", "--n-lat", "12", "--steps-per-year", "24", "--no-plot"]
+    assert main([*argv, "--json"]) == 0
+    quiet = capfd.readouterr()
+    assert "%|" not in quiet.err
+    assert main([*argv, "--json", "--progress"]) == 0
+    shown = capfd.readouterr()
+    assert "100.00%|" in shown.err
+    assert json.loads(shown.out) == json.loads(quiet.out)

@@ -8,7 +8,12 @@ import pytest
 
 import ebm
 from ebm._numerics.tridiagonal import probe_tridiagonal
-from helpers import assert_compiles_once, assert_gradient_matches_fd, replace
+from helpers import (
+    assert_compiles_once,
+    assert_gradient_matches_fd,
+    compilations,
+    replace,
+)
 
 
 HIGH, LOW = 2500.0, 1000.0
@@ -429,3 +434,25 @@ def test_walks_with_and_without_bounds_and_scale_share_the_compiled_program():
         return ebm.fold(ebm.Params(), "S0", stop=LOW, **settings).value
 
     assert_compiles_once(fold, {}, {"bounds": (LOW, 1400.0)}, {"parameter_scale": 2.0})
+
+
+def test_continuation_progress_on_stderr_without_changing_the_branch(capfd):
+    params, grid = ebm.Params(S0=1500.0), ebm.Grid(12)
+
+    def branch(**kwargs):
+        return ebm.continuation(params, "S0", stop=1200.0, grid=grid, **kwargs)
+
+    quiet = branch()
+    output = capfd.readouterr()
+    assert output.err == "" and output.out == ""
+    shown = branch(progress=True)
+    output = capfd.readouterr()
+    assert "100.00%|" in output.err and output.out == ""
+    assert shown.num_points == quiet.num_points
+    np.testing.assert_array_equal(shown.values, quiet.values)
+    np.testing.assert_array_equal(shown.global_mean, quiet.global_mean)
+    # One program with the meter and one without: toggling compiles neither again.
+    with compilations() as compiled:
+        branch(progress=False)
+        branch(progress=True)
+    assert not compiled, compiled

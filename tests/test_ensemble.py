@@ -310,3 +310,17 @@ def test_ensemble_compiles_once():
         ),
         *batches,
     )
+
+
+def test_ensemble_progress_counts_blocks_on_stderr(capfd):
+    members = ebm.sweep(D=[0.4, 0.5, 0.6])
+    quiet = ebm.ensemble(members, block_size=1)
+    output = capfd.readouterr()
+    assert output.err == "" and output.out == ""
+    shown = ebm.ensemble(members, block_size=1, progress=True)
+    output = capfd.readouterr()
+    assert "3/3" in output.err and "block" in output.err and output.out == ""
+    np.testing.assert_array_equal(shown.result.T, quiet.result.T)
+    # A meter of the user's own is told the fraction of blocks done.
+    ebm.ensemble(members, block_size=1, progress=diffrax.TextProgressMeter())
+    assert "100.00%" in capfd.readouterr().out

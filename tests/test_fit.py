@@ -199,12 +199,23 @@ def test_bad_fit_arguments_are_named(params, kwargs, match):
         ebm.fit(params, target, **arguments)
 
 
-def test_fit_reports_progress(params, capsys):
-    target = ebm.equilibrium(params).T
-    ebm.fit(params, target, steps=2, progress=True)
-    assert "fit     0/2" in capsys.readouterr().err
-    ebm.fit(params, target, steps=2)
-    assert capsys.readouterr().err == ""
+def test_fit_reports_progress_on_stderr_without_changing_the_fit(params, capsys):
+    target = ebm.equilibrium(replace(params, "D", 0.5)).T
+    quiet = ebm.fit(params, target, steps=3)
+    output = capsys.readouterr()
+    assert output.err == "" and output.out == ""
+    shown = ebm.fit(params, target, steps=3, progress=True)
+    output = capsys.readouterr()
+    # A tqdm bar of the steps, with the loss; stdout left to the caller.
+    assert "3/3" in output.err and "loss" in output.err
+    assert output.out == ""
+    np.testing.assert_array_equal(shown.loss_history, quiet.loss_history)
+    assert float(shown.params.D) == float(quiet.params.D)
+    # The bar is drawn on the host: toggling it compiles nothing.
+    with compilations() as compiled:
+        ebm.fit(params, target, steps=3, progress=False)
+        ebm.fit(params, target, steps=3, progress=True)
+    assert not compiled, compiled
 
 
 # --- Sensitivities and Hessians ---------------------------------------------------

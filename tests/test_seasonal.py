@@ -9,7 +9,7 @@ import scipy.special
 
 import ebm
 from ebm._physics.insolation.orbital import VERNAL_EQUINOX_DAY
-from helpers import assert_compiles_once, finite_difference, replace
+from helpers import assert_compiles_once, compilations, finite_difference, replace
 
 
 YEAR = 365.2422
@@ -523,3 +523,25 @@ def test_seasonal_entry_points_compile_once():
         lambda p: ebm.seasonal_spinup(p, grid=GRID, steps_per_year=STEPS, years=80).T,
         *values,
     )
+
+
+def test_seasonal_progress_on_stderr_without_changing_the_cycle(capfd):
+    kwargs = dict(grid=ebm.Grid(12), steps_per_year=24)
+    quiet = ebm.periodic_equilibrium(PARAMS, **kwargs)
+    output = capfd.readouterr()
+    assert output.err == "" and output.out == ""
+    shown = ebm.periodic_equilibrium(PARAMS, progress=True, **kwargs)
+    output = capfd.readouterr()
+    assert "100.00%|" in output.err and output.out == ""
+    assert int(shown.num_steps) == int(quiet.num_steps)
+    np.testing.assert_array_equal(shown.T, quiet.T)
+    with compilations() as compiled:
+        ebm.periodic_equilibrium(PARAMS, progress=False, **kwargs)
+        ebm.periodic_equilibrium(PARAMS, progress=True, **kwargs)
+    assert not compiled, compiled
+    # A spin-up counts its years.
+    spin = dict(years=3, error_tolerance=float("inf"), **kwargs)
+    quiet = ebm.seasonal_spinup(PARAMS, **spin)
+    shown = ebm.seasonal_spinup(PARAMS, progress=True, **spin)
+    assert "100.00%|" in capfd.readouterr().err
+    np.testing.assert_array_equal(shown.T, quiet.T)

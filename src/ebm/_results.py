@@ -4,6 +4,7 @@ import diffrax
 import equinox as eqx
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 
 class RESULTS(diffrax.RESULTS):  # pyright: ignore[reportGeneralTypeIssues]
@@ -74,3 +75,38 @@ def error_message(error: BaseException) -> str:
         if marker in line:
             return line.split(marker, 1)[1]
     return lines[0] if lines else type(error).__name__
+
+
+class _Named:
+    """Stands in for a result code in a printout: its name (`RESULTS.successful`),
+    where equinox would print its message (empty for success: `RESULTS<>`)."""
+
+    def __init__(self, text: str):
+        self.text = text
+
+    def __repr__(self) -> str:
+        return self.text
+
+
+def result_name(result: RESULTS) -> str:
+    """`RESULTS.successful` (the code's name), `RESULTS[successful, ...]` for a
+    batch of codes, or `RESULTS<traced>` inside `jit`."""
+    if result.is_traced():
+        return "RESULTS<traced>"
+    names = {int(item._value): name for name, item in RESULTS._name_to_item.items()}
+    codes = np.asarray(result._value)
+    if codes.ndim == 0:
+        return f"RESULTS.{names[int(codes)]}"
+    return f"RESULTS[{', '.join(names[int(code)] for code in codes.ravel())}]"
+
+
+def with_result_names(module: eqx.Module) -> str:
+    """`module` printed as equinox prints it, every result code in it (nested ones
+    too) by name: the `__repr__` of the Modules that carry one."""
+    is_result = lambda x: isinstance(x, RESULTS)  # noqa: E731
+    named = jax.tree.map(
+        lambda x: _Named(result_name(x)) if is_result(x) else x,
+        module,
+        is_leaf=is_result,
+    )
+    return eqx.tree_pformat(named)

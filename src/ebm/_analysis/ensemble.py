@@ -42,6 +42,7 @@ import numbers
 import warnings
 from collections.abc import Callable
 
+import diffrax
 import equinox as eqx
 import jax
 import jax.numpy as jnp
@@ -51,6 +52,7 @@ from jaxtyping import Array, Bool, PyTree
 
 from .._checks import check_count
 from .._model.params import Params
+from .._progress import HostProgress
 from .._results import RESULTS, error_message
 
 
@@ -603,12 +605,22 @@ def _dispatch(member: _Member, placed: Params, layout: _Layout) -> dict:
     return dispatched
 
 
-def _finish(member: _Member, dispatched: dict, layout: _Layout):
+def _num_blocks(dispatched: dict) -> int:
+    """The blocks computed (not padding alone) on this process's devices."""
+    return sum(
+        output is not None
+        for _, _, pending in dispatched.values()
+        for output in pending
+    )
+
+
+def _finish(member: _Member, dispatched: dict, layout: _Layout, meter: HostProgress):
     """Wait for every dispatched block (retrying one whose gradient raised when it
-    ran): each device's outputs as one tree, and member -> why for the members
-    whose gradient raised even on retry."""
+    ran), telling `meter` of each: each device's outputs as one tree, and member ->
+    why for the members whose gradient raised even on retry."""
     outputs = {}
     raised = {}
+    done = 0
     template = None  # a computed block, whose shapes stand in for padding
     for device, (position, blocks, pending) in dispatched.items():
         finished = []
@@ -627,6 +639,8 @@ def _finish(member: _Member, dispatched: dict, layout: _Layout):
             start = position * layout.shard_size + index * layout.block_size
             raised.update({start + int(i): why for i, why in retried.items()})
             finished.append(output)
+            done += 1
+            meter.step(done)
             template = output
         outputs[device] = jax.tree.map(lambda *xs: jnp.concatenate(xs), *finished)
     return outputs, raised
@@ -716,6 +730,7 @@ def ensemble(
     mesh: Mesh | None = None,
     block_size: int = 256,
     on_failure: str = "warn",
+    progress: bool | diffrax.AbstractProgressMeter = False,
     **kwargs,
 ) -> Ensemble:
     """Run `task` for every member of a batch of parameters, on every device.
@@ -744,6 +759,10 @@ def ensemble(
     - `on_failure`: `"warn"` (default: an `ebm.EnsembleFailureWarning` naming the
         failed members and why), `"raise"` (a `RuntimeError` with the same text) or
         `"ignore"`.
+    - `progress`: `True` for a progress bar on stderr (the blocks of `block_size`
+        members finished, on this process's devices), or any
+        `diffrax.AbstractProgressMeter`, as for `ebm.integrate`. A batch of one
+        block is one compiled call: its bar goes from 0 to 100% at once.
     - `kwargs`: passed to the task (e.g. `grid=`, `model=`, `years=`, `adjoint=`,
         `start=`). `throw` is always `False`: failures are reported per member.
 
@@ -766,7 +785,8 @@ def ensemble(
     layout = _layout(_mesh(devices, mesh), count, block_size)
     member = _Member(function, kwargs, gradient, gradient is not None)
     dispatched = _dispatch(member, _place(params, layout), layout)
-    outputs, raised = _finish(member, dispatched, layout)
+    with HostProgress(progress, _num_blocks(dispatched), "block") as meter:
+        outputs, raised = _finish(member, dispatched, layout, meter)
     result, grads = _assemble(outputs, layout)
     failures = _failures(result, grads, raised, count)
     ok = np.ones(count, bool)

@@ -19,7 +19,6 @@ an equilibrium, or through a run under `diffrax.ForwardMode`, whose memory does 
 grow with the number of steps.
 """
 
-import sys
 import warnings
 from collections.abc import Sequence
 
@@ -35,6 +34,7 @@ from .._checks import check_count
 from .._model.grid import Grid
 from .._model.model import EnergyBalanceModel
 from .._model.params import Params
+from .._progress import HostProgress
 from .._results import RESULTS
 from .._steady.equilibrium import (
     NearFoldWarning,
@@ -118,13 +118,6 @@ def misfit(T, target, grid: Grid):
     return jnp.mean(grid.global_mean((T - target) ** 2))
 
 
-def _progress_line(step: int, steps: int, loss: float, gradient_norm: float) -> None:
-    sys.stderr.write(
-        f"\rfit {step:>5d}/{steps}  loss {loss:.3e} K^2  |grad| {gradient_norm:.2e}"
-    )
-    sys.stderr.flush()
-
-
 def fit(
     params: Params,
     target,
@@ -140,7 +133,7 @@ def fit(
     optimizer: optax.GradientTransformation | None = None,
     steps: int = 300,
     gtol: float = 1e-7,
-    progress: bool = False,
+    progress: bool | diffrax.AbstractProgressMeter = False,
 ) -> FitResult:
     """Fit the named parameters to a target profile or to snapshots of a run.
 
@@ -166,7 +159,9 @@ def fit(
     - `steps`: most optimiser steps.
     - `gtol`: converged when the gradient's norm in the optimiser's coordinates
         (log, logit or plain per field, see the module docstring) is below this.
-    - `progress`: print a progress line to stderr.
+    - `progress`: `True` for a progress bar on stderr (optimiser steps out of
+        `steps`, with each step's loss and gradient norm), or any
+        `diffrax.AbstractProgressMeter` (told the fraction of `steps` taken).
 
     **Returns:**
 
@@ -202,37 +197,37 @@ def fit(
     state = jax.tree.map(_strongly_typed, optimizer.init(coordinates))
 
     history, converged, step = [], False, 0
-    for step in range(steps):
-        try:
-            new_coordinates, new_state, loss, norm = _fit_step(
-                loss_fn, optimizer, coordinates, state
+    with HostProgress(progress, steps, "step") as meter:
+        for step in range(steps):
+            try:
+                new_coordinates, new_state, loss, norm = _fit_step(
+                    loss_fn, optimizer, coordinates, state
+                )
+            except eqx.EquinoxRuntimeError as error:
+                raise RuntimeError(
+                    f"ebm.fit: the model failed at step {step}, near "
+                    f"{_describe(names, coordinates, type(params))} (for example a "
+                    "singular Jacobian near a fold, where two equilibria meet). "
+                    "Start closer, fit fewer parameters, or resolve the ice edge "
+                    "better (larger ice_width or n_lat)."
+                ) from error
+            history.append(float(loss))
+            meter.step(
+                step + 1, f"loss {float(loss):.3e} K^2, |grad| {float(norm):.2e}"
             )
-        except eqx.EquinoxRuntimeError as error:
-            raise RuntimeError(
-                f"ebm.fit: the model failed at step {step}, near "
-                f"{_describe(names, coordinates, type(params))} (for example a "
-                "singular Jacobian near a fold, where two equilibria meet). Start "
-                "closer, fit fewer parameters, or resolve the ice edge better (larger "
-                "ice_width or n_lat)."
-            ) from error
-        history.append(float(loss))
-        if progress:
-            _progress_line(step, steps, float(loss), float(norm))
-        if not np.isfinite(float(loss)):
-            raise _not_converged(step, names, coordinates, type(params))
-        if float(norm) <= gtol:
-            converged = True
-            break
-        coordinates, state = new_coordinates, new_state
-    else:
-        step = steps
-        # The last iterate's loss from the compiled step itself (its update unused),
-        # not from a second compiled program.
-        history.append(float(_fit_step(loss_fn, optimizer, coordinates, state)[2]))
-        if not np.isfinite(history[-1]):
-            raise _not_converged(step, names, coordinates, type(params))
-    if progress:
-        sys.stderr.write("\n")
+            if not np.isfinite(float(loss)):
+                raise _not_converged(step, names, coordinates, type(params))
+            if float(norm) <= gtol:
+                converged = True
+                break
+            coordinates, state = new_coordinates, new_state
+        else:
+            step = steps
+            # The last iterate's loss from the compiled step itself (its update
+            # unused), not from a second compiled program.
+            history.append(float(_fit_step(loss_fn, optimizer, coordinates, state)[2]))
+            if not np.isfinite(history[-1]):
+                raise _not_converged(step, names, coordinates, type(params))
     fitted = with_values(
         params,
         {

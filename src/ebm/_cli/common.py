@@ -169,6 +169,25 @@ def add_common(parser: argparse.ArgumentParser, plot: str | None, **terms) -> No
         )
 
 
+def add_progress(parser: argparse.ArgumentParser, what: str) -> None:
+    """`--progress` / `--no-progress`: a bar on stderr counting `what` (stdout keeps
+    the report alone); by default shown, except under `--json`."""
+    parser.add_argument(
+        "--progress",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help=f"a progress bar on stderr ({what}); default: shown, except with --json",
+    )
+
+
+def progress(arguments) -> bool:
+    """Whether to show the progress bar: as `--progress`/`--no-progress` say, else
+    unless `--json`."""
+    if arguments.progress is None:
+        return not arguments.json
+    return arguments.progress
+
+
 def add_max_steps(parser: argparse.ArgumentParser, limit: str) -> None:
     """`--max-steps N`, whose help says what it limits (`limit`)."""
     parser.add_argument(

@@ -32,7 +32,7 @@ def add_parser(subparsers) -> None:
         help="fit the equilibrium at these parameter values",
     )
     parser.add_argument("--steps", type=int, default=100, help="most steps (100)")
-    parser.add_argument("--no-progress", action="store_true", help="no progress line")
+    common.add_progress(parser, "optimiser steps, with the loss")
     common.add_common(parser, "fit.png")
 
 
@@ -78,7 +78,7 @@ def run(arguments) -> dict:
         model=model,
         optimizer=optax.lbfgs(),
         steps=arguments.steps,
-        progress=not (arguments.json or arguments.no_progress),
+        progress=common.progress(arguments),
     )
     report = {
         "n_lat": model.grid.n_lat,

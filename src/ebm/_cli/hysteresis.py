@@ -45,6 +45,7 @@ def add_parser(subparsers) -> None:
         metavar="N",
         help="most points of the branch (continuation's default, 2000)",
     )
+    common.add_progress(parser, "points walked, out of --max-points")
     common.add_common(parser, "hysteresis.png")
 
 
@@ -72,6 +73,7 @@ def run(arguments) -> dict:
         stop=stop,
         start=arguments.start,
         model=model,
+        progress=common.progress(arguments),
         **common.limits(arguments, "max_points"),
     )
     report = {

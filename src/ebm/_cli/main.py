@@ -18,11 +18,12 @@ Every subcommand takes `--json` (print JSON instead of text), `--plot FILE` /
 the parameters of any term (`--D 0.3 ...`; one of a term the model does not have is
 an error). Bad arguments or parameters print one line
 on stderr and exit with status 2; a solve that fails prints one line (after the
-compile notice, if there was one) and exits with status 1. The long jobs show
-progress (`run`: diffrax's meter on stdout; `fit`: a line on stderr) unless `--json`
-or `--no-progress`. A subcommand whose first compilation lasts more than a second
-says so on stderr (JAX compiles each program the first time it meets a grid and
-settings, 10-30 s for some on 2 cores).
+compile notice, if there was one) and exits with status 1. The long jobs (`run`,
+`fit`, `hysteresis`, `seasonal`) show a progress bar on stderr, so that stdout keeps
+the report alone, unless `--json` (then `--progress` asks for it) or `--no-progress`.
+A subcommand whose first compilation lasts more than a second says so on stderr
+(JAX compiles each program the first time it meets a grid and settings, 10-30 s for
+some on 2 cores).
 
 Each subcommand is one module of this package (`equilibrium.py`, `run.py`, ...), listed
 once in `COMMANDS`; `common.py` holds what they share. The names their options take

@@ -83,8 +83,10 @@ def _memory_netcdf(rows, params, path) -> None:
     steps = sorted({row["steps"] for row in rows})
     shape = (len(schedules), len(steps))
     variables = {}
+    # UDUNITS-2 knows the byte by name only: "MB" would read as a megabel (B, the
+    # bel), a logarithmic unit, and the CF checker refuses it.
     for key, units, long_name in (
-        ("temporary_megabytes", "MB", "XLA temporary memory of the gradient"),
+        ("temporary_megabytes", "megabyte", "XLA temporary memory of the gradient"),
         ("seconds", "s", "median time of the gradient"),
     ):
         values = np.full(shape, np.nan)

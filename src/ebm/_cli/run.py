@@ -73,7 +73,7 @@ def add_parser(subparsers) -> None:
     common.add_max_steps(
         parser, "step limit of the adaptive run (default: integrate's, from --years)"
     )
-    parser.add_argument("--no-progress", action="store_true", help="no progress meter")
+    common.add_progress(parser, "percent of --years integrated")
     common.add_common(parser, "run.png")
 
 
@@ -86,7 +86,7 @@ def run(arguments) -> dict:
     from .._stepping.integrate import integrate, integrate_fixed
 
     model, params = common.setup(arguments)
-    progress = not (arguments.json or arguments.no_progress)
+    progress = common.progress(arguments)
     years = arguments.years
     if arguments.saves < 2:
         raise ValueError(f"`--saves` must be at least 2, got {arguments.saves}.")

@@ -22,6 +22,7 @@ def add_parser(subparsers) -> None:
         "--steps-per-year", type=int, default=365, help="equal steps, >= 4 (365)"
     )
     common.add_max_steps(parser, "Newton step limit of the shooting (32)")
+    common.add_progress(parser, "Newton steps, out of --max-steps")
     common.add_common(parser, "seasonal_cycle.png", insolation=DailyInsolation)
 
 
@@ -34,6 +35,7 @@ def run(arguments) -> dict:
         params,
         model=model,
         steps_per_year=arguments.steps_per_year,
+        progress=common.progress(arguments),
         **common.limits(arguments),
     )
     report = {

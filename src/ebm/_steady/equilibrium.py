@@ -54,7 +54,7 @@ from .._numerics.tridiagonal import (
     TridiagonalPreconditionedGMRES,
     probe_tridiagonal,
 )
-from .._results import RESULTS, nan_unless_successful
+from .._results import RESULTS, nan_unless_successful, with_result_names
 
 
 # The implicit adjoint for any model; for one whose Jacobian is tridiagonal by
@@ -117,6 +117,9 @@ class Equilibrium(eqx.Module):
     result: RESULTS
     num_steps: Int[Array, ""]
     restarts: Int[Array, ""]
+
+    def __repr__(self) -> str:
+        return with_result_names(self)
 
     @property
     def converged(self) -> Bool[Array, ""]:

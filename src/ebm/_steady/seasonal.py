@@ -44,12 +44,13 @@ seasonal model also runs under `ebm.integrate` with diffrax's adaptive solvers a
 every adjoint.
 """
 
+import diffrax
 import equinox as eqx
 import jax
 import jax.numpy as jnp
 import lineax as lx
 import optimistix as optx
-from jaxtyping import Array, Float, Int
+from jaxtyping import Array, Float, Int, PyTree
 
 from .._checks import check_count
 from .._custom_types import Scalar, Temperature
@@ -58,7 +59,8 @@ from .._model.model import EnergyBalanceModel
 from .._model.params import Params
 from .._model.start import initial_profile, resolve_model
 from .._physics.insolation.daily import DailyInsolation
-from .._results import RESULTS
+from .._progress import progress_meter
+from .._results import RESULTS, with_result_names
 from .._stepping.checkpoints import resolve_checkpoint, spellings
 from .._stepping.integrate import _fixed_step
 from .._stepping.steppers import resolve_stepper
@@ -165,19 +167,24 @@ class _Year(eqx.Module):
         (T_end, _, error), T = jax.lax.scan(body, _no_error(T0), jnp.arange(self.steps))
         return T_end, T, error
 
-    def spin(self, T0, params, years):
+    def spin(self, T0, params, years, meter=diffrax.NoProgressMeter()):
         """`T0` after `years` years, and the largest year's error estimate (not
-        differentiated)."""
+        differentiated); `meter` is told the years done out of `years`."""
         dynamic, static = eqx.partition((T0, params, self), eqx.is_inexact_array)
         T0, params, year = eqx.combine(jax.lax.stop_gradient(dynamic), static)
 
-        def one_year(_, carry):
-            T, worst = carry
+        def one_year(index, carry):
+            T, worst, meter_state = carry
             T, error = year.flow_and_error(T, params)
-            return T, jnp.maximum(worst, error)
+            meter_state = meter.step(meter_state, (index + 1) / years)
+            return T, jnp.maximum(worst, error), meter_state
 
         zero = jnp.zeros((), T0.dtype)
-        return jax.lax.fori_loop(0, years, one_year, (T0, zero))
+        T, worst, meter_state = jax.lax.fori_loop(
+            0, years, one_year, (T0, zero, meter.init())
+        )
+        meter.close(meter_state)
+        return T, worst
 
 
 class SeasonalCycle(eqx.Module):
@@ -217,6 +224,9 @@ class SeasonalCycle(eqx.Module):
     step_error: Scalar
     result: RESULTS
     num_steps: Int[Array, ""]
+
+    def __repr__(self) -> str:
+        return with_result_names(self)
 
     @property
     def annual_global_mean(self) -> Scalar:
@@ -275,6 +285,53 @@ def _krylov(rtol: float, atol: float) -> lx.GMRES:
     return lx.GMRES(rtol=rtol, atol=atol, restart=6, stagnation_iters=6)
 
 
+class _Counted(optx.AbstractRootFinder):
+    """`solver`, telling `meter` of each of its steps, out of `max_steps`."""
+
+    solver: optx.AbstractRootFinder
+    meter: diffrax.AbstractProgressMeter
+    max_steps: int
+
+    @property
+    def rtol(self):
+        return self.solver.rtol
+
+    @property
+    def atol(self):
+        return self.solver.atol
+
+    @property
+    def norm(self):
+        return self.solver.norm
+
+    def init(self, fn, y, args, options, f_struct, aux_struct, tags):
+        state = self.solver.init(fn, y, args, options, f_struct, aux_struct, tags)
+        return _CountedState(state, jnp.array(0), self.meter.init())
+
+    def step(self, fn, y, args, options, state: "_CountedState", tags):
+        y, inner, aux = self.solver.step(fn, y, args, options, state.inner, tags)
+        count = state.count + 1
+        meter_state = self.meter.step(state.meter_state, count / self.max_steps)
+        return y, _CountedState(inner, count, meter_state), aux
+
+    def terminate(self, fn, y, args, options, state: "_CountedState", tags):
+        return self.solver.terminate(fn, y, args, options, state.inner, tags)
+
+    def postprocess(
+        self, fn, y, aux, args, options, state: "_CountedState", tags, result
+    ):
+        self.meter.close(state.meter_state)
+        return self.solver.postprocess(
+            fn, y, aux, args, options, state.inner, tags, result
+        )
+
+
+class _CountedState(eqx.Module):
+    inner: PyTree
+    count: Int[Array, ""]
+    meter_state: PyTree
+
+
 def periodic_equilibrium(
     params: Params,
     *,
@@ -290,6 +347,7 @@ def periodic_equilibrium(
     max_steps: int = 32,
     error_tolerance=None,
     throw: bool = True,
+    progress: bool | diffrax.AbstractProgressMeter = False,
 ) -> SeasonalCycle:
     """The seasonal cycle: the periodic steady state, by Newton-Krylov shooting.
 
@@ -324,6 +382,9 @@ def periodic_equilibrium(
     - `throw`: raise when the solve fails (default), else report it in `result`.
         (A derivative's implicit linear solve raises when it fails either way:
         optimistix does not return its result code.)
+    - `progress`: `True` for a progress bar on stderr (Newton steps out of
+        `max_steps`: it usually converges in a few, and the bar then closes at
+        100%), or any `diffrax.AbstractProgressMeter`, as for `ebm.integrate`.
 
     **Returns:**
 
@@ -365,6 +426,8 @@ def periodic_equilibrium(
         error_tolerance,
         limit,
         throw,
+        # Each step is a year or more of work: show every one.
+        progress_meter(progress, refresh_steps=1),
     )
 
 
@@ -380,11 +443,14 @@ def _periodic_equilibrium(
     error_tolerance,
     limit,
     throw,
+    meter,
 ) -> SeasonalCycle:
     params = params.check()
     T_start = _check_orbit(T_start, params)
     unstable = year.unstable(T_start, params, limit)
     T_guess, spinup_error = year.spin(T_start, params, spinup_years)
+    if not isinstance(meter, diffrax.NoProgressMeter):
+        solver = _Counted(solver, meter, max_steps)
     solution = optx.root_find(
         _shooting_residual,
         solver,
@@ -437,6 +503,7 @@ def seasonal_spinup(
     checkpoint="none",
     error_tolerance=None,
     throw: bool = True,
+    progress: bool | diffrax.AbstractProgressMeter = False,
 ) -> SeasonalCycle:
     """The seasonal cycle by spinning up: `years` years from `start`, then one more.
 
@@ -453,6 +520,8 @@ def seasonal_spinup(
     - `error_tolerance`: as for `ebm.periodic_equilibrium`, but checked on every
         year run: an inaccurate year of the spin-up can take it to another climate.
     - `throw`: raise when the run fails (default), else report it in `result`.
+    - `progress`: `True` for a progress bar on stderr (years of the spin-up out of
+        `years`), or any `diffrax.AbstractProgressMeter`, as for `ebm.integrate`.
 
     **Returns:**
 
@@ -477,17 +546,27 @@ def seasonal_spinup(
         stepper, model, params, T_start, 1.0 / steps_per_year, throw, steps_per_year
     )
     year = _Year(model, stepper, checkpoint, steps_per_year)
-    return _seasonal_spinup(params, year, T_start, years, error_tolerance, limit, throw)
+    return _seasonal_spinup(
+        params,
+        year,
+        T_start,
+        years,
+        error_tolerance,
+        limit,
+        throw,
+        # Each step is a year or more of work: show every one.
+        progress_meter(progress, refresh_steps=1),
+    )
 
 
 @eqx.filter_jit
 def _seasonal_spinup(
-    params, year, T_start, years, error_tolerance, limit, throw
+    params, year, T_start, years, error_tolerance, limit, throw, meter
 ) -> SeasonalCycle:
     params = params.check()
     T_start = _check_orbit(T_start, params)
     unstable = year.unstable(T_start, params, limit)
-    T0, spinup_error = year.spin(T_start, params, years)
+    T0, spinup_error = year.spin(T_start, params, years, meter)
     cycle = _cycle(
         year,
         T0,

@@ -55,7 +55,8 @@ from .._model.params import Params
 from .._model.start import initial_profile, resolve_model
 from .._numerics.chord import ResolvedChord
 from .._numerics.tridiagonal import ProbedTridiagonal
-from .._results import RESULTS, nan_unless_successful
+from .._progress import progress_meter
+from .._results import RESULTS, nan_unless_successful, with_result_names
 from .checkpoints import resolve_checkpoint, spellings
 from .steppers import resolve_stepper
 from .steppers.checks import (
@@ -314,6 +315,9 @@ class Trajectory(eqx.Module):
     result: RESULTS
     num_steps: Int[Array, ""]
 
+    def __repr__(self) -> str:
+        return with_result_names(self)
+
 
 _FORWARD_MODE_HINT = (
     "adjoint={name!r} supports reverse mode (jax.grad, jax.vjp) only; for forward "
@@ -445,26 +449,6 @@ def integrate(
         if _is_forward_mode_error(error):
             raise ValueError(_FORWARD_MODE_HINT.format(name=adjoint_name)) from error
         raise
-
-
-def progress_meter(progress) -> diffrax.AbstractProgressMeter:
-    """The diffrax progress meter that `progress` asks for: none for `False`, a tqdm
-    bar (on stderr) for `True`, or the meter given.
-
-    **Raises:**
-
-    - `ValueError`: for anything else.
-    """
-    if isinstance(progress, diffrax.AbstractProgressMeter):
-        return progress
-    if progress is True:
-        return diffrax.TqdmProgressMeter()
-    if progress is False:
-        return diffrax.NoProgressMeter()
-    raise ValueError(
-        "`progress` must be True, False or a diffrax.AbstractProgressMeter, got "
-        f"{progress!r}."
-    )
 
 
 @eqx.filter_jit

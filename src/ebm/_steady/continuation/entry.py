@@ -9,6 +9,7 @@ of points is known only at the end; `fold` is one compiled program.
 
 from typing import NoReturn
 
+import diffrax
 import equinox as eqx
 import jax
 import jax.numpy as jnp
@@ -19,6 +20,7 @@ from ..._model.grid import Grid
 from ..._model.model import EnergyBalanceModel
 from ..._model.params import Params
 from ..._model.start import resolve_model
+from ..._progress import progress_meter
 from ..._results import RESULTS, nan_unless_successful
 from .arguments import DEFAULT_CORRECTOR, DEFAULT_FOLD_SOLVER, setup, walk_arguments
 from .extended import fold_guess, refine_fold, refine_from_walk
@@ -35,7 +37,9 @@ def _raise(message: str) -> NoReturn:
 
 
 @eqx.filter_jit
-def _continuation_walk(params, parameter, stop, bounds, start, grid, model, scale, s):
+def _continuation_walk(
+    params, parameter, stop, bounds, start, grid, model, scale, s, meter
+):
     params = params.check()
     _, problem, y0, direction, bounds, start_result = setup(
         params, parameter, stop, bounds, start, grid, model, scale
@@ -48,6 +52,7 @@ def _continuation_walk(params, parameter, stop, bounds, start, grid, model, scal
         s,
         stop_at_fold=False,
         start_result=start_result,
+        meter=meter,
     )
     return problem, walk, walk.result(stop_at_fold=False)
 
@@ -74,6 +79,7 @@ def continuation(
     fold_steps: int = 64,
     save_profiles: bool = False,
     throw: bool = True,
+    progress: bool | diffrax.AbstractProgressMeter = False,
 ) -> Branch:
     """Trace the branch of equilibria through `params` as `parameter` varies.
 
@@ -109,6 +115,9 @@ def continuation(
     - `throw`: raise if the starting equilibrium was not found, the walk failed
         (step too small) or a fold did not converge; if `False`, return with
         `result` (and each fold's `result`) set.
+    - `progress`: `True` for a progress bar on stderr (the points walked out of
+        `max_points`: a walk that ends on a bound sooner closes the bar at 100%),
+        or any `diffrax.AbstractProgressMeter`, as for `ebm.integrate`.
 
     **Returns:**
 
@@ -142,7 +151,16 @@ def continuation(
         params, parameter, stop, None, bounds, parameter_scale
     )
     problem, walk, result = _continuation_walk(
-        params, parameter, stop, bounds, start, grid, model, parameter_scale, settings
+        params,
+        parameter,
+        stop,
+        bounds,
+        start,
+        grid,
+        model,
+        parameter_scale,
+        settings,
+        progress_meter(progress),
     )
     count = int(walk.count)
     # Everything below works on the walk's whole (max_points-long) arrays and cuts

@@ -5,7 +5,7 @@ import numpy as np
 from jaxtyping import Array, Bool, Float, Int
 
 from ..._custom_types import Scalar, Temperature
-from ..._results import RESULTS
+from ..._results import RESULTS, with_result_names
 
 
 class Fold(eqx.Module):
@@ -36,6 +36,9 @@ class Fold(eqx.Module):
     residual: Scalar
     result: RESULTS
     num_steps: Int[Array, ""]
+
+    def __repr__(self) -> str:
+        return with_result_names(self)
 
 
 class Branch(eqx.Module):
@@ -74,6 +77,9 @@ class Branch(eqx.Module):
     folds: tuple[Fold, ...]
     result: RESULTS
     num_points: int = eqx.field(static=True)
+
+    def __repr__(self) -> str:
+        return with_result_names(self)
 
     def segments(self) -> list[slice]:
         """Slices of consecutive points with the same stability."""

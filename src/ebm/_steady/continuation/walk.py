@@ -18,12 +18,13 @@ bound, and the walk ends there. The walk is one `jax.lax.while_loop` over arrays
 `max_points` slots, so it compiles once whatever the number of points it takes.
 """
 
+import diffrax
 import equinox as eqx
 import jax
 import jax.numpy as jnp
 import numpy as np
 import optimistix as optx
-from jaxtyping import Array, Bool, Float, Int
+from jaxtyping import Array, Bool, Float, Int, PyTree
 
 from ..._checks import check_count
 from ..._custom_types import Scalar
@@ -124,10 +125,16 @@ class _WalkState(eqx.Module):
     y: Float[Array, " n+1"]
     t: Float[Array, " n+1"]
     h: Scalar
+    meter_state: PyTree
 
 
 def _start(
-    problem: Problem, y0, direction, settings: WalkSettings, start_result: RESULTS
+    problem: Problem,
+    y0,
+    direction,
+    settings: WalkSettings,
+    start_result: RESULTS,
+    meter_state,
 ) -> _WalkState:
     """The walk's slots, holding the start `y0` and its tangent along `direction`;
     ended at once where the starting equilibrium was not found."""
@@ -148,7 +155,8 @@ def _start(
         status=jnp.where(start_result == RESULTS.successful, RUNNING, NO_START),
         start_result=start_result,
     )
-    return _WalkState(walk, y0, start_tangent, jnp.asarray(settings.step, y0.dtype))
+    step = jnp.asarray(settings.step, y0.dtype)
+    return _WalkState(walk, y0, start_tangent, step, meter_state)
 
 
 def _predict_and_correct(problem: Problem, settings: WalkSettings, y, t, h):
@@ -256,10 +264,12 @@ def walk_branch(
     settings: WalkSettings,
     stop_at_fold: bool,
     start_result: RESULTS,
+    meter: diffrax.AbstractProgressMeter = diffrax.NoProgressMeter(),
 ) -> Walk:
     """Walk the branch from `y0` in `direction` (+1/-1 in mu) until it leaves
     `bounds` (or, with `stop_at_fold`, passes a fold). `start_result` is the
-    starting equilibrium's: if it failed, the walk does not start."""
+    starting equilibrium's: if it failed, the walk does not start. `meter` is told
+    the points walked out of `max_points`."""
     low, high = bounds
     mu_bounds = (
         (low - problem.origin) / problem.scale,
@@ -282,12 +292,16 @@ def walk_branch(
             settings, walk, accept, leave, folded, new_h, stop_at_fold
         )
         walk = eqx.tree_at(lambda w: w.status, walk, status)
+        meter_state = meter.step(state.meter_state, walk.count / settings.max_points)
         return _WalkState(
             walk,
             jnp.where(accept, new_y, y),
             jnp.where(accept, new_t, t),
             new_h,
+            meter_state,
         )
 
-    state = _start(problem, y0, direction, settings, start_result)
-    return jax.lax.while_loop(cond, body, state).walk
+    state = _start(problem, y0, direction, settings, start_result, meter.init())
+    state = jax.lax.while_loop(cond, body, state)
+    meter.close(state.meter_state)
+    return state.walk
