@@ -8,7 +8,10 @@ window.MathJax = {
     processEnvironments: true,
   },
   options: {
-    ignoreHtmlClass: ".*|",
+    // Text in an element with a class is skipped unless the element has one of
+    // the classes below; text in elements without one (the <p> of a notebook's
+    // markdown cell) is read, so the pattern must not match an empty class.
+    ignoreHtmlClass: ".+",
     processHtmlClass: "arithmatex|jp-RenderedMarkdown",
   },
 };
