@@ -456,3 +456,16 @@ def test_continuation_progress_on_stderr_without_changing_the_branch(capfd):
         branch(progress=False)
         branch(progress=True)
     assert not compiled, compiled
+
+
+def test_fold_progress_on_stderr_without_changing_the_fold(capfd):
+    # The walk to the fold is the long part of `ebm.fold`; it shows progress as
+    # `continuation`'s walk does, and the fold found is the same.
+    arguments = dict(stop=1200.0, grid=ebm.Grid(12))
+    quiet = ebm.fold(ebm.Params(S0=1500.0), "S0", **arguments)
+    output = capfd.readouterr()
+    assert output.err == "" and output.out == ""
+    shown = ebm.fold(ebm.Params(S0=1500.0), "S0", progress=True, **arguments)
+    output = capfd.readouterr()
+    assert "100.00%|" in output.err and output.out == ""
+    assert float(shown.value) == float(quiet.value)

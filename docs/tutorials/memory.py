@@ -290,7 +290,7 @@ plt.show()
 # run each step twice (the chunked one once forward, once more in the backward
 # pass), and binomial with 8 slots at 64,000 steps runs each step several times.
 #
-# ## `ebm`'s own schedules
+# ## The package's own schedules
 #
 # `ebm.integrate_fixed(params, dt=..., steps=..., checkpoint=...)` takes fixed
 # steps of its model (60 cells, diffusion implicit, so 5-day steps are stable at

@@ -259,6 +259,7 @@ def fold(
     fold_solver: optx.AbstractRootFinder = DEFAULT_FOLD_SOLVER,
     fold_steps: int = 64,
     throw: bool = True,
+    progress: bool | diffrax.AbstractProgressMeter = False,
 ) -> Fold:
     """The first fold on the branch through `params` towards `stop`, differentiably.
 
@@ -287,6 +288,8 @@ def fold(
     - `throw`: raise if the starting equilibrium was not found, the walk failed, no
         fold was found or the extended system did not converge; if `False`, return
         with `result` set and every float output NaN (their derivatives too).
+    - `progress`: the walk's progress, as for `ebm.continuation` (nothing is walked
+        from a `guess`).
 
     **Returns:**
 
@@ -329,6 +332,7 @@ def fold(
         fold_solver,
         fold_steps,
         throw,
+        progress_meter(progress),
     )
 
 
@@ -347,6 +351,7 @@ def _fold(
     fold_solver,
     fold_steps,
     throw,
+    meter,
 ) -> Fold:
     params = params.check()
     if guess is None:
@@ -362,6 +367,7 @@ def _fold(
             settings,
             stop_at_fold=True,
             start_result=start_result,
+            meter=meter,
         )
         index = jnp.maximum(walk.count - 2, 0)
         T, v, value, side = fold_guess(problem, walk, index, settings)
