@@ -139,8 +139,10 @@ def plot_equilibrium(equilibrium, *, params=None, ax=None, path=None, label=None
         ax.annotate(
             f"ice edge {edge:.1f}°",
             (edge, freezing),
-            xytext=(4, 6 + 14 * previous_edges),
+            # Equatorward of the edge, inside the axes however close to the pole.
+            xytext=(-4, 6 + 14 * previous_edges),
             textcoords="offset points",
+            ha="right",
             color=line.get_color() if previous_edges else None,
         )
     ax.set_xlabel("latitude (°N)")
