@@ -28,6 +28,11 @@ def test_a_batch_of_codes_and_a_traced_code():
         lambda ok: ebm.RESULTS.where(ok, ebm.RESULTS.successful, ebm.RESULTS.no_fold)
     )(jnp.array([True, False]))
     assert result_name(codes) == "RESULTS[successful, no_fold]"
+    # A large ensemble's codes are tallied, not listed one by one.
+    many = jax.vmap(
+        lambda ok: ebm.RESULTS.where(ok, ebm.RESULTS.successful, ebm.RESULTS.no_fold)
+    )(jnp.arange(1000) >= 2)
+    assert result_name(many) == "RESULTS[1000: 998 successful, 2 no_fold]"
     seen = []
 
     @eqx.filter_jit

@@ -77,6 +77,10 @@ def error_message(error: BaseException) -> str:
     return lines[0] if lines else type(error).__name__
 
 
+# A batch of more codes than this prints how many of each, not every one.
+LISTED_CODES = 8
+
+
 class _Named:
     """Stands in for a result code in a printout: its name (`RESULTS.successful`),
     where equinox would print its message (empty for success: `RESULTS<>`)."""
@@ -90,14 +94,22 @@ class _Named:
 
 def result_name(result: RESULTS) -> str:
     """`RESULTS.successful` (the code's name), `RESULTS[successful, ...]` for a
-    batch of codes, or `RESULTS<traced>` inside `jit`."""
+    batch of at most `LISTED_CODES` codes, `RESULTS[1000: 998 successful, 2 ...]`
+    (how many of each) for a larger one, or `RESULTS<traced>` inside `jit`."""
     if result.is_traced():
         return "RESULTS<traced>"
     names = {int(item._value): name for name, item in RESULTS._name_to_item.items()}
     codes = np.asarray(result._value)
     if codes.ndim == 0:
         return f"RESULTS.{names[int(codes)]}"
-    return f"RESULTS[{', '.join(names[int(code)] for code in codes.ravel())}]"
+    codes = codes.ravel()
+    if codes.size <= LISTED_CODES:
+        return f"RESULTS[{', '.join(names[int(code)] for code in codes)}]"
+    values, counts = np.unique(codes, return_counts=True)
+    tally = ", ".join(
+        f"{count} {names[int(value)]}" for value, count in zip(values, counts)
+    )
+    return f"RESULTS[{codes.size}: {tally}]"
 
 
 def with_result_names(module: eqx.Module) -> str:
