@@ -135,6 +135,7 @@ from ._stepping.integrate import (
     integrate as integrate,
     integrate_fixed as integrate_fixed,
 )
+from ._stepping.interpolating import InterpolatingAdjoint as InterpolatingAdjoint
 from ._stepping.memory import (
     CompiledMemory as CompiledMemory,
     compiled_memory as compiled_memory,

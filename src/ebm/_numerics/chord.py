@@ -4,6 +4,8 @@ import diffrax
 import jax.numpy as jnp
 import optimistix as optx
 
+from .tridiagonal import ProbedTridiagonal
+
 
 # Corrections below this many units of the state's floating-point resolution are
 # rounding: the iterate is a root to working precision.
@@ -35,3 +37,11 @@ class ResolvedChord(diffrax.VeryChord):
         return terminate | rounding, optx.RESULTS.where(
             rounding, optx.RESULTS.successful, result
         )
+
+
+def tridiagonal_root_finder() -> ResolvedChord:
+    """Chord iterations whose linear solves use the probed tridiagonal Jacobian, at
+    the step-size controller's tolerances."""
+    return diffrax.with_stepsize_controller_tols(ResolvedChord)(
+        linear_solver=ProbedTridiagonal()
+    )

@@ -28,13 +28,18 @@ How gradients are computed is the `adjoint` (diffrax's term):
 - `"forward"`: `ForwardMode()`; `jvp`, `jacfwd`; O(1) memory.
 - `"backsolve"`: `BacksolveAdjoint(solver=Kvaerno5())`; `grad`, short runs only;
     O(1) memory.
+- `"interpolating"`: `ebm.InterpolatingAdjoint()`, the continuous adjoint equation
+    solved backwards against the forward state re-solved from checkpoints; `grad`,
+    any length; memory O(sqrt(max_steps)) states.
 
 `BacksolveAdjoint` rebuilds the state by integrating the model backwards in time,
 which for a diffusive model is the ill-posed backward heat equation: rounding errors
 in the fast modes grow like $e^{t/\tau}$, $\tau = C\,\Delta\phi^2/(4D)$. Its
 gradients are accurate to 1e-4 only for runs shorter than a limit measured in units
 of $\tau$ (`BACKSOLVE_HORIZON`, see `benchmarks/backsolve_horizon.py`); `integrate`
-refuses longer runs under it.
+refuses longer runs under it. `"interpolating"` solves the same continuous adjoint
+equation, which is diffusive backwards in time and so well-posed, against the state
+re-solved forwards from checkpoints: the continuous adjoint for runs of any length.
 """
 
 import math
@@ -53,11 +58,11 @@ from .._model.grid import Grid
 from .._model.model import EnergyBalanceModel
 from .._model.params import Params
 from .._model.start import initial_profile, resolve_model
-from .._numerics.chord import ResolvedChord
-from .._numerics.tridiagonal import ProbedTridiagonal
+from .._numerics.chord import tridiagonal_root_finder
 from .._progress import progress_meter
 from .._results import RESULTS, nan_unless_successful, with_result_names
 from .checkpoints import resolve_checkpoint, spellings
+from .interpolating import InterpolatingAdjoint
 from .steppers import resolve_stepper
 from .steppers.checks import (
     accumulate_error,
@@ -76,6 +81,7 @@ ADJOINTS = {
     # The backward pass solves for the augmented state (T, adjoints, parameters), a
     # pytree, so it gets diffrax's dense stage solves rather than the tridiagonal ones.
     "backsolve": lambda: diffrax.BacksolveAdjoint(solver=diffrax.Kvaerno5()),
+    "interpolating": InterpolatingAdjoint,
 }
 
 # Longest run, in units of the fastest diffusive time scale C dlat^2 / (4 D), over
@@ -85,16 +91,9 @@ ADJOINTS = {
 BACKSOLVE_HORIZON = 20.0
 
 
-def _tridiagonal_root_finder():
-    """Chord iterations whose linear solves use the probed tridiagonal Jacobian."""
-    return diffrax.with_stepsize_controller_tols(ResolvedChord)(
-        linear_solver=ProbedTridiagonal()
-    )
-
-
 SOLVERS = {
-    "kvaerno5": lambda: diffrax.Kvaerno5(root_finder=_tridiagonal_root_finder()),
-    "kencarp5": lambda: diffrax.KenCarp5(root_finder=_tridiagonal_root_finder()),
+    "kvaerno5": lambda: diffrax.Kvaerno5(root_finder=tridiagonal_root_finder()),
+    "kencarp5": lambda: diffrax.KenCarp5(root_finder=tridiagonal_root_finder()),
     "tsit5": diffrax.Tsit5,
 }
 """Solvers by name: the default implicit `Kvaerno5`, the implicit-explicit
@@ -357,7 +356,8 @@ def integrate(
     - `T0`: initial profile, degC, shape `(n_lat,)`, or one of `"present"` (default;
         the same start as `ebm.equilibrium`), `"warm"`, `"cold"`.
     - `adjoint`: `"recursive"` (default), `("recursive", checkpoints)`,
-        `"direct"`, `"forward"`, `"backsolve"`, or any `diffrax.AbstractAdjoint`
+        `"direct"`, `"forward"`, `"backsolve"`, `"interpolating"`
+        (`ebm.InterpolatingAdjoint()`), or any `diffrax.AbstractAdjoint`
         instance (e.g. `diffrax.RecursiveCheckpointAdjoint(checkpoints=64)`). A
         `RecursiveCheckpointAdjoint` without `checkpoints` (the default) gets
         `4 log2(max_steps)` of them.
@@ -477,7 +477,9 @@ def _integrate(
             "adjoint='backsolve' integrates the model backwards in time, which is "
             "unstable for diffusion; its gradient is only accurate to 1e-4 for runs "
             f"shorter than {BACKSOLVE_HORIZON} x C dlat^2 / (4 D) (about 12 days at "
-            "the default 60 cells). Use adjoint='recursive' for longer runs.",
+            "the default 60 cells). Use adjoint='recursive' for longer runs, or "
+            "adjoint='interpolating' for the continuous adjoint without a "
+            "backward state.",
         )
     solution = diffrax.diffeqsolve(
         model_terms(model, solver),
