@@ -48,6 +48,8 @@ import equinox as eqx
 import jax
 import jax.numpy as jnp
 import jax.tree_util as jtu
+# The pieces of diffrax that its own BacksolveAdjoint is built from: its while loops
+# and the guard that only saved states receive cotangents.
 from diffrax._adjoint import _inner_loop, _only_transpose_ys, _outer_loop
 from jax.flatten_util import ravel_pytree
 
@@ -310,11 +312,10 @@ def _checkpoints(
         next_saved = jnp.where(reached, next_saved + 1, next_saved)
         return (t_end, y_end, solver_end, controller_end, next_saved), checkpoint
 
-    (t_final, *_), checkpoints = jax.lax.scan(segment, state0, None, length=count)
-    # Not reaching `t1` means the forward run itself would have run out of steps.
-    return eqx.tree_at(
-        lambda c: c.t_end, checkpoints, checkpoints.t_end.at[-1].max(t_final)
-    )
+    # The last segment's end short of `t1` means the steps ran out (the backward
+    # pass then fails with a message).
+    _, checkpoints = jax.lax.scan(segment, state0, None, length=count)
+    return checkpoints
 
 
 def _segment_solver(terms, solver, stepsize_controller, args):
