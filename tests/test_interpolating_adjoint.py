@@ -1,6 +1,8 @@
 """`ebm.InterpolatingAdjoint`: the continuous adjoint against a checkpointed forward
 state, through runs far beyond backsolve's horizon."""
 
+import json
+
 import diffrax
 import jax
 import jax.numpy as jnp
@@ -130,3 +132,19 @@ def test_saving_every_step_is_refused():
                 ).global_mean
             )
         )(ebm.Params())
+
+
+def test_the_command_line_takes_it_by_name(capsys):
+    from ebm._cli.main import main
+
+    def gradient(adjoint):
+        argv = ["run", "--n-lat", "12", "--years", "5", "--saves", "3"]
+        assert main([*argv, "--adjoint", adjoint, "--no-plot", "--json"]) == 0
+        report = json.loads(capsys.readouterr().out)
+        assert report["method"] == f"adjoint {adjoint}"
+        return report["d_final_global_mean_d"]
+
+    interpolating, recursive = gradient("interpolating"), gradient("recursive")
+    largest = max(abs(value) for value in recursive.values())
+    for name, value in recursive.items():
+        assert interpolating[name] == pytest.approx(value, abs=AGREEMENT * largest)
