@@ -48,6 +48,7 @@ import equinox as eqx
 import jax
 import jax.numpy as jnp
 import jax.tree_util as jtu
+
 # The pieces of diffrax that its own BacksolveAdjoint is built from: its while loops
 # and the guard that only saved states receive cotangents.
 from diffrax._adjoint import _inner_loop, _only_transpose_ys, _outer_loop
