@@ -20,7 +20,7 @@ grow with the number of steps.
 """
 
 import warnings
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import diffrax
 import equinox as eqx
@@ -560,7 +560,7 @@ class _Output(eqx.Module):
 
     params: Params
     model: EnergyBalanceModel
-    output: str = eqx.field(static=True)
+    output: str | Callable = eqx.field(static=True)
     through: str = eqx.field(static=True)
     years: object
     T0: object
@@ -581,12 +581,16 @@ class _Output(eqx.Module):
                 adjoint=self.adjoint,
             )
             diagnostics = None
-        return getattr(state, self.output), jax.lax.stop_gradient(diagnostics)
+        if callable(self.output):
+            value = self.output(state, params)
+        else:
+            value = getattr(state, self.output)
+        return value, jax.lax.stop_gradient(diagnostics)
 
 
 def _output_function(params, output, names, through, years, T0, model, start, adjoint):
     """`values -> (output, diagnostics)` (see `_Output`), and `values`."""
-    if output not in OUTPUTS:
+    if not callable(output) and output not in OUTPUTS:
         raise ValueError(f"`output` must be one of {OUTPUTS}, got {output!r}.")
     if through not in ("equilibrium", "trajectory"):
         raise ValueError(
@@ -629,7 +633,7 @@ class Hessian(eqx.Module):
 
 def hessian(
     params: Params,
-    output: str = "global_mean",
+    output: str | Callable = "global_mean",
     *,
     names: Sequence[str] = ("D", "B"),
     through: str = "equilibrium",
@@ -649,7 +653,9 @@ def hessian(
     **Arguments:**
 
     - `params`: where to differentiate.
-    - `output`: `"global_mean"` or `"ice_edge"`.
+    - `output`: `"global_mean"` or `"ice_edge"`, or a function `fn(state, params)`
+        of the `ebm.Equilibrium` (or `ebm.Trajectory`) and the parameters that
+        returns a scalar (a log likelihood, say).
     - `names`: one or more `Params` fields (default `("D", "B")`).
     - `through`, `years`, `T0`, `grid`, `model`, `start`, `near_fold`: as for
         `ebm.sensitivity` (second derivatives near a fold grow faster still).
