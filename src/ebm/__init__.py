@@ -30,6 +30,20 @@ from ._analysis.fit import (
     hessian as hessian,
     sensitivity as sensitivity,
 )
+from ._analysis.posterior import (
+    ClimateSensitivity as ClimateSensitivity,
+    LogPosterior as LogPosterior,
+    Posterior as Posterior,
+    SnowballFold as SnowballFold,
+    posterior as posterior,
+)
+from ._analysis.priors import (
+    AbstractPrior as AbstractPrior,
+    LogDensity as LogDensity,
+    LogNormal as LogNormal,
+    Normal as Normal,
+    Uniform as Uniform,
+)
 from ._edges.io import (
     load as load,
     save as save,

@@ -1,0 +1,166 @@
+"""Bayesian calibration with NUTS: priors, the guarded log density, and a posterior
+of (A, B) from a noisy synthetic profile on a coarse grid.
+
+The sampling test is small (two chains, a short warm-up) and checks what it can
+honestly check at that size: the truth is covered, the chains agree, the draws
+agree with the Laplace approximation, and failed proposals are zero-probability
+points rather than NaNs.
+"""
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import ebm
+from ebm._analysis.posterior import _regime
+
+
+GRID = ebm.Grid(18)
+PRIORS = {"A": ebm.Normal(210.0, 20.0), "B": ebm.LogNormal(2.0, 0.3)}
+
+
+@pytest.fixture(scope="module")
+def synthetic():
+    params = ebm.Params()
+    truth = ebm.equilibrium(params, grid=GRID)
+    noise = np.random.default_rng(3).standard_normal(GRID.n_lat)
+    return params, np.asarray(truth.T) + 0.5 * noise
+
+
+@pytest.fixture(scope="module")
+def draws(synthetic):
+    params, observed = synthetic
+    return ebm.posterior(
+        params,
+        observed,
+        priors=PRIORS,
+        noise=0.5,
+        grid=GRID,
+        num_chains=2,
+        num_warmup=150,
+        num_samples=150,
+        seed=1,
+    )
+
+
+# --- Priors ------------------------------------------------------------------------
+
+
+def test_priors_check_their_arguments():
+    with pytest.raises(ValueError, match="std"):
+        ebm.Normal(1.0, -2.0)
+    with pytest.raises(ValueError, match="median"):
+        ebm.LogNormal(0.0, 0.1)
+    with pytest.raises(ValueError, match="lower"):
+        ebm.Uniform(2.0, 1.0)
+
+
+def test_uniform_on_an_unbounded_parameter_needs_its_ends():
+    with pytest.raises(ValueError, match="no finite lower end"):
+        ebm.Uniform().coordinate(ebm.Params.declaration("A"))
+    support = ebm.Uniform().coordinate(ebm.Params.declaration("a0"))
+    assert (support.lower, support.upper, support.transform) == (0.0, 1.0, "logit")
+
+
+def test_coordinates_stay_inside_the_support():
+    support = ebm.LogNormal(2.0, 0.3).coordinate(ebm.Params.declaration("B"))
+    z = jnp.linspace(-40.0, 40.0, 9)
+    values = support.from_unconstrained(z)
+    assert np.all(np.asarray(values) > 0)
+    middle = z[2:-2]
+    roundtrip = support.to_unconstrained(support.from_unconstrained(middle))
+    assert np.allclose(roundtrip, middle, rtol=1e-12)
+
+
+# --- Arguments ---------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "change, match",
+    [
+        ({"priors": {"nope": ebm.Normal(0.0, 1.0)}}, "nope"),
+        ({"priors": {"A": 3.0}}, "must be an ebm prior"),
+        ({"noise": -1.0}, "noise"),
+        ({"observed": np.zeros(5)}, "shape"),
+        ({"observed": {"albedo": 0.3}}, "albedo"),
+        ({"through": "spin-up"}, "through"),
+        ({"derived": ("tcr",)}, "tcr"),
+        ({"num_samples": 1}, "num_samples"),
+    ],
+)
+def test_bad_arguments_are_named(synthetic, change, match):
+    params, observed = synthetic
+    arguments = dict(observed=observed, priors=PRIORS, noise=0.5, grid=GRID)
+    arguments.update(change)
+    with pytest.raises(ValueError, match=match):
+        ebm.posterior(params, **arguments)
+
+
+# --- The guarded log density -------------------------------------------------------
+
+
+def test_a_snowball_proposal_is_minus_infinity_with_a_zero_gradient(draws):
+    # The observations are warm; A = 300 W m-2 sends the planet to a snowball.
+    log_posterior = draws.log_posterior
+    assert not bool(log_posterior.regime)
+    cold = log_posterior.coordinates({"A": 300.0, "B": 2.0})
+    snowball = ebm.equilibrium(
+        log_posterior.with_parameters({"A": 300.0, "B": 2.0}), grid=GRID
+    )
+    assert bool(_regime(snowball.ice_edge))
+    value, gradient = jax.value_and_grad(log_posterior)(cold)
+    assert float(value) == -np.inf
+    assert all(float(g) == 0.0 for g in jax.tree.leaves(gradient))
+    # Where the model works, the gradient matches central differences.
+    at = log_posterior.coordinates({"A": 211.0, "B": 2.05})
+    gradient = jax.grad(log_posterior)(at)
+    for name in ("A", "B"):
+        h = 1e-5
+        up = dict(at, **{name: at[name] + h})
+        down = dict(at, **{name: at[name] - h})
+        difference = (log_posterior(up) - log_posterior(down)) / (2 * h)
+        assert np.isclose(gradient[name], difference, rtol=1e-5)
+
+
+def test_an_out_of_range_value_is_minus_infinity(draws):
+    # An overflowing log coordinate (B = inf) is caught, not solved.
+    log_posterior = draws.log_posterior
+    value = log_posterior({"A": jnp.asarray(210.0), "B": jnp.asarray(800.0)})
+    assert float(value) == -np.inf
+
+
+# --- Sampling ----------------------------------------------------------------------
+
+
+def test_the_posterior_covers_the_truth_and_the_chains_agree(draws):
+    assert draws.draws["A"].shape == (2, 150)
+    assert draws.failed == 0
+    for name, truth in (("A", 210.0), ("B", 2.0)):
+        assert np.all(np.isfinite(draws[name]))
+        assert abs(float(draws.mean(name)) - truth) < 3 * float(draws.std(name))
+        assert float(draws.rhat[name]) < 1.1
+        assert float(draws.ess[name]) > 20
+    ecs = np.asarray(draws["ecs"])
+    # ECS = 3.7 / (B - ice-albedo feedback): positive, and larger than 3.7 / B.
+    assert np.all(ecs > 3.7 / np.asarray(draws["B"]))
+
+
+def test_the_draws_agree_with_the_laplace_approximation(draws):
+    std, covariance = draws.laplace()
+    for name in ("A", "B"):
+        assert np.isclose(float(draws.std(name)), float(std[name]), rtol=0.35)
+    sampled = np.corrcoef(
+        np.asarray(draws["A"]).ravel(), np.asarray(draws["B"]).ravel()
+    )[0, 1]
+    laplace = covariance[0, 1] / np.sqrt(covariance[0, 0] * covariance[1, 1])
+    assert abs(sampled - float(laplace)) < 0.1
+
+
+def test_the_draws_as_a_dataset(draws):
+    dataset = draws.to_dataset()
+    assert dataset["A"].dims == ("chain", "draw")
+    assert dataset["B"].attrs["units"] == ebm.Params.declaration("B").units
+    assert dataset["ecs"].attrs["units"] == "K"
+    assert np.array_equal(dataset["A"].values, np.asarray(draws["A"]))
+    assert "divergences" in draws.summary()
