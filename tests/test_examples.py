@@ -211,3 +211,12 @@ def test_polar_amplification_example_runs(tmp_path):
     assert rows["moist"][4] > 1.5
     assert "latent" in result.stdout
     assert (tmp_path / "polar_amplification.png").stat().st_size > 10_000
+
+
+def test_bayesian_calibration_example_runs(tmp_path):
+    result = _run_example("bayesian_calibration.py", "--fast", cwd=tmp_path)
+    assert "ECS " in result.stdout and "for 3.7 W m-2" in result.stdout
+    lines = {line.split(":")[0]: line for line in result.stdout.splitlines()}
+    for name in ("D", "A", "B"):
+        assert "Laplace std" in lines[name]
+    assert (tmp_path / "bayesian_calibration.png").stat().st_size > 10_000
