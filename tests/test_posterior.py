@@ -164,3 +164,23 @@ def test_the_draws_as_a_dataset(draws):
     assert dataset["ecs"].attrs["units"] == "K"
     assert np.array_equal(dataset["A"].values, np.asarray(draws["A"]))
     assert "divergences" in draws.summary()
+
+
+def test_a_transition_that_stops_at_minus_infinity_is_counted_as_failed():
+    # blackjax ends a trajectory at the divergent point, outermost in its direction;
+    # one that diverged at finite log density is a divergence but not a failure.
+    from types import SimpleNamespace
+
+    from ebm._analysis.posterior import _failed
+
+    def info(divergent, left, right):
+        return SimpleNamespace(
+            is_divergent=jnp.asarray(divergent),
+            trajectory_leftmost_state=SimpleNamespace(logdensity=jnp.asarray(left)),
+            trajectory_rightmost_state=SimpleNamespace(logdensity=jnp.asarray(right)),
+        )
+
+    assert bool(_failed(info(True, -3.0, -jnp.inf)))
+    assert bool(_failed(info(True, -jnp.inf, -3.0)))
+    assert not bool(_failed(info(True, -3.0, -900.0)))
+    assert not bool(_failed(info(False, -3.0, -2.0)))
