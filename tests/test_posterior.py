@@ -7,6 +7,7 @@ agree with the Laplace approximation, and failed proposals are zero-probability
 points rather than NaNs.
 """
 
+import diffrax
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -184,3 +185,38 @@ def test_a_transition_that_stops_at_minus_infinity_is_counted_as_failed():
     assert bool(_failed(info(True, -jnp.inf, -3.0)))
     assert not bool(_failed(info(True, -3.0, -900.0)))
     assert not bool(_failed(info(False, -3.0, -2.0)))
+
+
+def test_through_a_run_the_gradient_matches_finite_differences():
+    params = ebm.Params()
+    times = np.array([0.5, 1.0])
+    T0 = ebm.present_day_profile(GRID)
+    truth = ebm.integrate(
+        params, years=1.0, grid=GRID, T0=T0, saveat=diffrax.SaveAt(ts=times)
+    )
+    observed = np.asarray(truth.Ts) + 0.1
+    draws = ebm.posterior(
+        params,
+        observed,
+        priors={"B": ebm.LogNormal(2.0, 0.3)},
+        noise=0.5,
+        through="trajectory",
+        times=times,
+        T0=T0,
+        grid=GRID,
+        num_chains=1,
+        num_warmup=3,
+        num_samples=2,
+        max_doublings=2,
+        derived=(),
+    )
+    assert draws.draws["B"].shape == (1, 2)
+    log_posterior = draws.log_posterior
+    at = log_posterior.coordinates({"B": 2.1})
+    gradient = jax.grad(log_posterior)(at)["B"]
+    h = 1e-5
+    difference = (
+        log_posterior({"B": at["B"] + h}) - log_posterior({"B": at["B"] - h})
+    ) / (2 * h)
+    assert np.isfinite(float(gradient))
+    assert np.isclose(gradient, difference, rtol=1e-5)

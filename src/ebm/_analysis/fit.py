@@ -362,6 +362,21 @@ def _describe(names, coordinates, container) -> str:
     return ", ".join(f"{name}={value(name)}" for name in names)
 
 
+def snapshots(params: Params, years, times, model, T0, adjoint):
+    """The profiles of a run from `T0` at `times` (years), and whether it
+    succeeded (no error raised: a failed run is for the caller to reject)."""
+    run = integrate(
+        params,
+        years=years,
+        model=model,
+        T0=T0,
+        adjoint=adjoint,
+        saveat=diffrax.SaveAt(ts=times),
+        throw=False,
+    )
+    return run.Ts, run.result == RESULTS.successful
+
+
 class _Loss(eqx.Module):
     """`coordinates -> misfit` (K^2) of the fitted parameters at `coordinates` (the
     optimiser's unconstrained space).
@@ -387,16 +402,9 @@ class _Loss(eqx.Module):
         if self.through == "equilibrium":
             state = equilibrium(params, model=self.model, start=self.start, throw=False)
             return state.T, state.converged
-        run = integrate(
-            params,
-            years=self.years,
-            model=self.model,
-            T0=self.T0,
-            adjoint=self.adjoint,
-            saveat=diffrax.SaveAt(ts=self.times),
-            throw=False,
+        return snapshots(
+            params, self.years, self.times, self.model, self.T0, self.adjoint
         )
-        return run.Ts, run.result == RESULTS.successful
 
     def __call__(self, coordinates):
         values = {

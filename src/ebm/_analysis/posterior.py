@@ -47,11 +47,9 @@ from .._model.model import EnergyBalanceModel
 from .._model.parameters import Parameter
 from .._model.params import Params
 from .._progress import HostProgress
-from .._results import RESULTS
 from .._steady.continuation import Fold, fold
 from .._steady.equilibrium import equilibrium, initial_profile, resolve_model
-from .._stepping.integrate import integrate
-from .fit import check_names, hessian, with_values
+from .fit import check_names, hessian, snapshots, with_values
 from .priors import AbstractPrior
 
 
@@ -148,16 +146,9 @@ class LogPosterior(eqx.Module):
             ok = state.converged & (_regime(state.ice_edge) == self.regime)
             T = state.T
         else:
-            run = integrate(
-                params,
-                years=self.years,
-                model=self.model,
-                T0=self.T0,
-                adjoint=self.adjoint,
-                saveat=diffrax.SaveAt(ts=self.times),
-                throw=False,
+            T, ok = snapshots(
+                params, self.years, self.times, self.model, self.T0, self.adjoint
             )
-            ok, T = run.result == RESULTS.successful, run.Ts
         outputs = {o: _observe(self.model, params, T, o) for o in self.observed}
         return outputs, ok
 
