@@ -220,3 +220,45 @@ def test_through_a_run_the_gradient_matches_finite_differences():
     ) / (2 * h)
     assert np.isfinite(float(gradient))
     assert np.isclose(gradient, difference, rtol=1e-5)
+
+
+MANY_DRAWS = """
+import sys
+import jax
+import numpy as np
+jax.config.update("jax_enable_x64", True)
+import ebm
+from ebm._analysis import posterior
+posterior.MAP_BATCH_CELLS = int(sys.argv[1])
+grid = ebm.Grid(18)
+model = ebm.EnergyBalanceModel(grid=grid)
+params = ebm.Params()
+start = ebm.equilibrium(params, grid=grid).T
+rng = np.random.default_rng(0)
+flat = {
+    "A": 210.0 + 2.0 * rng.standard_normal(4000),
+    "B": 1.9 + 0.1 * rng.standard_normal(4000),
+    "D": 0.58 + 0.006 * rng.standard_normal(4000),
+}
+ecs = posterior._map_draws(
+    posterior.ClimateSensitivity(model, start), params, flat, grid.n_lat
+)
+assert ecs.shape == (4000,) and bool(np.all(np.isfinite(ecs))), ecs
+assert 1.0 < float(np.median(ecs)) < 10.0, np.median(ecs)
+"""
+
+
+def test_derived_quantities_of_thousands_of_draws_return():
+    # One vmap of "ecs" over 4000 draws at 18 cells wedged XLA's CPU runtime (the
+    # process idled and never returned); batched, it returns in seconds. Run apart
+    # so that a wedge fails the test instead of stopping the suite.
+    import subprocess
+    import sys
+
+    from ebm._analysis.posterior import MAP_BATCH_CELLS
+
+    subprocess.run(
+        [sys.executable, "-c", MANY_DRAWS, str(MAP_BATCH_CELLS)],
+        check=True,
+        timeout=240,
+    )

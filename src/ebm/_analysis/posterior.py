@@ -824,14 +824,27 @@ def _derived(derived, draws, log_posterior, model, params, start, reference):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", category=RuntimeWarning)
         return {
-            name: _map_draws(fn, log_posterior.params, flat).reshape(shape)
+            name: _map_draws(fn, log_posterior.params, flat, model.grid.n_lat).reshape(
+                shape
+            )
             for name, fn in functions.items()
         }
 
 
+MAP_BATCH_CELLS = 8192
+"""Draws times cells per vmapped batch of the derived quantities (`_map_draws`)."""
+
+
 @eqx.filter_jit
-def _map_draws(fn, params, flat):
-    return jax.vmap(lambda values: fn(with_values(params, values)))(flat)
+def _map_draws(fn, params, flat, n_lat: int):
+    # One vmap over thousands of draws of a chain of equilibria (as "ecs" is) can
+    # wedge XLA's CPU runtime: the program idles, never returning. Batches of about
+    # `MAP_BATCH_CELLS` draws x cells, one after the other, do not.
+    return jax.lax.map(
+        lambda values: fn(with_values(params, values)),
+        flat,
+        batch_size=max(1, MAP_BATCH_CELLS // n_lat),
+    )
 
 
 def _check_derived(derived) -> dict:
