@@ -262,3 +262,26 @@ def test_derived_quantities_of_thousands_of_draws_return():
         check=True,
         timeout=240,
     )
+
+
+def test_a_singular_gradient_solve_gives_a_finite_gradient_instead_of_raising():
+    # Next to a fold the equilibrium's Jacobian is singular to working precision:
+    # lineax raised on the non-finite solution and stopped every chain (seen in
+    # simulation-based calibration). The posterior's solver returns zeros there.
+    import equinox as eqx
+    import lineax as lx
+
+    from ebm._analysis.posterior import _finite_adjoint, _FiniteSolve
+    from ebm._numerics.tridiagonal import ProbedTridiagonal
+
+    singular = lx.MatrixLinearOperator(jnp.diag(jnp.array([1.0, 0.0, 2.0])))
+    vector = jnp.ones(3)
+    with pytest.raises(eqx.EquinoxRuntimeError):
+        lx.linear_solve(singular, vector, ProbedTridiagonal()).value.block_until_ready()
+    solution = lx.linear_solve(singular, vector, _FiniteSolve(ProbedTridiagonal()))
+    assert bool(jnp.all(solution.value == 0.0))
+    regular = lx.MatrixLinearOperator(jnp.diag(jnp.array([1.0, 4.0, 2.0])))
+    solution = lx.linear_solve(regular, vector, _FiniteSolve(ProbedTridiagonal()))
+    assert np.allclose(solution.value, [1.0, 0.25, 0.5])
+    adjoint = _finite_adjoint(ebm.EnergyBalanceModel(grid=GRID))
+    assert isinstance(adjoint.linear_solver, _FiniteSolve)

@@ -37,15 +37,17 @@ import diffrax
 import equinox as eqx
 import jax
 import jax.numpy as jnp
+import lineax as lx
 import numpy as np
 import optimistix as optx
 from jaxtyping import Array
 
 from .._checks import check_count
 from .._model.grid import Grid
-from .._model.model import EnergyBalanceModel
+from .._model.model import EnergyBalanceModel, has_tridiagonal_jacobian
 from .._model.parameters import Parameter
 from .._model.params import Params
+from .._numerics.tridiagonal import ProbedTridiagonal, TridiagonalPreconditionedGMRES
 from .._progress import HostProgress
 from .._steady.continuation import Fold, fold
 from .._steady.equilibrium import equilibrium, initial_profile, resolve_model
@@ -90,6 +92,53 @@ def _failed(info):
     ends = (info.trajectory_leftmost_state, info.trajectory_rightmost_state)
     finite = jnp.isfinite(ends[0].logdensity) & jnp.isfinite(ends[1].logdensity)
     return info.is_divergent & ~finite
+
+
+class _FiniteSolve(lx.AbstractLinearSolver):
+    """`solver`, with a failed or non-finite solution replaced by zeros.
+
+    For the implicit gradient of the posterior's equilibria: next to a fold the
+    Jacobian is singular to working precision, and lineax would raise, stopping
+    every chain. A zero solution drops the equilibrium's sensitivity from the
+    gradient at that point only. NUTS stays exact: its leapfrog steps are
+    reversible and volume-preserving for any deterministic vector field in place
+    of the gradient, and the acceptance test uses the density itself, so a wrong
+    gradient costs acceptance, not correctness."""
+
+    solver: lx.AbstractLinearSolver
+
+    def init(self, operator, options):
+        return self.solver.init(operator, options)
+
+    def compute(self, state, vector, options):
+        solution, result, stats = self.solver.compute(state, vector, options)
+        ok = (result == lx.RESULTS.successful) & jnp.all(
+            jnp.asarray(
+                [jnp.all(jnp.isfinite(leaf)) for leaf in jax.tree.leaves(solution)]
+            )
+        )
+        solution = jax.tree.map(
+            lambda leaf: jnp.where(ok, leaf, jnp.zeros_like(leaf)), solution
+        )
+        return solution, lx.RESULTS.successful, stats
+
+    def transpose(self, state, options):
+        return self.solver.transpose(state, options)
+
+    def conj(self, state, options):
+        return self.solver.conj(state, options)
+
+    def assume_full_rank(self):
+        return self.solver.assume_full_rank()
+
+
+def _finite_adjoint(model: EnergyBalanceModel) -> optx.ImplicitAdjoint:
+    inner = (
+        ProbedTridiagonal()
+        if has_tridiagonal_jacobian(model)
+        else TridiagonalPreconditionedGMRES()
+    )
+    return optx.ImplicitAdjoint(linear_solver=_FiniteSolve(inner))
 
 
 class LogPosterior(eqx.Module):
@@ -141,7 +190,12 @@ class LogPosterior(eqx.Module):
         """The observed outputs of `params`, and whether they are valid."""
         if self.through == "equilibrium":
             state = equilibrium(
-                params, model=self.model, start=self.start, throw=False, near_fold=None
+                params,
+                model=self.model,
+                start=self.start,
+                adjoint=_finite_adjoint(self.model),
+                throw=False,
+                near_fold=None,
             )
             ok = state.converged & (_regime(state.ice_edge) == self.regime)
             T = state.T
