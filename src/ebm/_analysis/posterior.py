@@ -44,13 +44,17 @@ from jaxtyping import Array
 
 from .._checks import check_count
 from .._model.grid import Grid
-from .._model.model import EnergyBalanceModel, has_tridiagonal_jacobian
+from .._model.model import EnergyBalanceModel
 from .._model.parameters import Parameter
 from .._model.params import Params
-from .._numerics.tridiagonal import ProbedTridiagonal, TridiagonalPreconditionedGMRES
 from .._progress import HostProgress
 from .._steady.continuation import Fold, fold
-from .._steady.equilibrium import equilibrium, initial_profile, resolve_model
+from .._steady.equilibrium import (
+    default_adjoint,
+    equilibrium,
+    initial_profile,
+    resolve_model,
+)
 from .fit import check_names, hessian, snapshots, with_values
 from .priors import AbstractPrior
 
@@ -133,12 +137,9 @@ class _FiniteSolve(lx.AbstractLinearSolver):
 
 
 def _finite_adjoint(model: EnergyBalanceModel) -> optx.ImplicitAdjoint:
-    inner = (
-        ProbedTridiagonal()
-        if has_tridiagonal_jacobian(model)
-        else TridiagonalPreconditionedGMRES()
-    )
-    return optx.ImplicitAdjoint(linear_solver=_FiniteSolve(inner))
+    """`equilibrium`'s default adjoint for `model`, its solver made `_FiniteSolve`."""
+    solver = default_adjoint(model).linear_solver
+    return optx.ImplicitAdjoint(linear_solver=_FiniteSolve(solver))
 
 
 class LogPosterior(eqx.Module):

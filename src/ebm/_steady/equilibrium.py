@@ -63,6 +63,13 @@ DEFAULT_ADJOINT = optx.ImplicitAdjoint(linear_solver=TridiagonalPreconditionedGM
 _TRIDIAGONAL_ADJOINT = optx.ImplicitAdjoint(linear_solver=ProbedTridiagonal())
 
 
+def default_adjoint(model: EnergyBalanceModel) -> optx.ImplicitAdjoint:
+    """The implicit adjoint `equilibrium` uses by default for `model`."""
+    # The same solution without compiling GMRES (about half the compile time of
+    # the first gradient), which would be skipped at run time anyway.
+    return _TRIDIAGONAL_ADJOINT if has_tridiagonal_jacobian(model) else DEFAULT_ADJOINT
+
+
 class NearFoldWarning(RuntimeWarning):
     """An equilibrium is so close to a fold that its implicit gradient is unreliable."""
 
@@ -202,10 +209,8 @@ def equilibrium(
     model = resolve_model(model, grid)
     # Checked here, not inside jit, so that a bad start is a ValueError at once.
     T0 = initial_profile(start, params, model.grid)
-    if adjoint is DEFAULT_ADJOINT and has_tridiagonal_jacobian(model):
-        # The same solution without compiling GMRES (about half the compile time of
-        # the first gradient), which would be skipped at run time anyway.
-        adjoint = _TRIDIAGONAL_ADJOINT
+    if adjoint is DEFAULT_ADJOINT:
+        adjoint = default_adjoint(model)
     state = _equilibrium(params, model, T0, solver, adjoint, max_steps, throw)
     if near_fold is not None:
         leading_eigenvalue = known_value(state.leading_eigenvalue)
