@@ -74,6 +74,23 @@ def test_coordinates_stay_inside_the_support():
     assert np.allclose(roundtrip, middle, rtol=1e-12)
 
 
+@pytest.mark.parametrize(
+    "prior, name",
+    [
+        (ebm.LogNormal(2.0, 0.3), "B"),
+        (ebm.Normal(0.5, 0.1), "D"),
+        (ebm.Uniform(0.2, 0.4), "a0"),
+        (ebm.Normal(210.0, 20.0), "A"),
+        (ebm.LogDensity(lambda x: -x, lower=0.0), "D"),
+    ],
+)
+def test_log_jacobian_is_the_derivative_of_the_transform(prior, name):
+    support = prior.coordinate(ebm.Params.declaration(name))
+    z = jnp.linspace(-3.0, 3.0, 7)
+    slope = jax.vmap(jax.grad(support.from_unconstrained))(z)
+    assert np.allclose(support.log_jacobian(z), np.log(slope), rtol=1e-12, atol=1e-12)
+
+
 # --- Arguments ---------------------------------------------------------------------
 
 
@@ -278,3 +295,36 @@ def test_a_singular_gradient_solve_gives_a_finite_gradient_instead_of_raising():
     adjoint = _finite_adjoint(ebm.EnergyBalanceModel(grid=GRID))
     assert isinstance(adjoint.linear_solver, _FiniteSolve)
     assert isinstance(adjoint.linear_solver.solver, ProbedTridiagonal)
+
+
+def test_a_posterior_much_narrower_than_one_is_sampled_with_an_adapted_mass_matrix():
+    # Stan's window adaptation (blackjax's) regularises the inverse mass matrix
+    # toward 1e-3 I. On raw coordinates a posterior with variances far below that
+    # (here 0.02 K of noise) would get a mass matrix set by the regularisation, not
+    # by the posterior, and steps that much shorter; the sampler standardises the
+    # coordinates by the Laplace approximation first.
+    params = ebm.Params()
+    truth = ebm.equilibrium(params, grid=GRID)
+    noise = 0.02 * np.random.default_rng(4).standard_normal(GRID.n_lat)
+    draws = ebm.posterior(
+        params,
+        np.asarray(truth.T) + noise,
+        priors=PRIORS,
+        noise=0.02,
+        grid=GRID,
+        num_chains=2,
+        num_warmup=150,
+        num_samples=150,
+        seed=2,
+        derived=(),
+    )
+    log_posterior = draws.log_posterior
+    coordinates = jax.vmap(jax.vmap(log_posterior.coordinates))(draws.draws)
+    flat = np.stack([np.asarray(coordinates[n]).ravel() for n in draws.names])
+    variance = np.diag(np.cov(flat))
+    assert np.all(variance < 1e-3)
+    for chain in range(draws.num_chains):
+        adapted = np.diag(np.asarray(draws.inverse_mass_matrix[chain]))
+        assert np.allclose(adapted, variance, rtol=0.6), (adapted, variance)
+    assert draws.num_gradients / (draws.num_chains * draws.num_draws) < 8
+    assert draws.divergences == 0

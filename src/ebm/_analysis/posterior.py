@@ -19,7 +19,10 @@ chosen).
 Sampling is blackjax's NUTS with Stan's window adaptation of the step size and a
 dense mass matrix, one chain per `jax.vmap` lane. Each parameter is sampled in the
 unconstrained coordinate of its support (see `ebm.Normal`), with the log-Jacobian
-of the transform, so no value outside the allowed range is proposed.
+of the transform, so no value outside the allowed range is proposed. Those
+coordinates are standardised first, by the mode and the Laplace covariance found
+before sampling (BFGS, then the Hessian): the adaptation then starts from a
+posterior of unit scales, as Stan's regularisation of the mass matrix assumes.
 
 **Failures are zero-probability points.** A proposal whose equilibrium (or run) does
 not converge, whose equilibrium lies on another branch than the observations'
@@ -159,6 +162,8 @@ class LogPosterior(eqx.Module):
     parameters: tuple[str, ...] = eqx.field(static=True)
     """The sampled names that are fields of `params`."""
     supports: tuple[Parameter, ...] = eqx.field(static=True)
+    shapes: tuple[tuple[int, ...], ...] = eqx.field(static=True)
+    """The shape of each sampled name's value: `()`, or `(n,)` for a profile."""
     priors: tuple[AbstractPrior, ...]
     observed: dict[str, Array]
     noise: dict[str, Array]
@@ -272,6 +277,77 @@ def _guarded_bwd(residuals, cotangent, perturbed, coordinates, log_posterior):
     )
 
 
+class _Standardized(eqx.Module):
+    """The log posterior on standardised coordinates $u$, flat: the sampled
+    coordinates are $z = c + L u$, with $c$ the mode of the log posterior on $z$
+    and $L L^\top$ the inverse of its negative Hessian there (the Laplace
+    covariance), so that the posterior of $u$ has scales of order one.
+
+    Stan's window adaptation, which blackjax follows, regularises each estimate of
+    the inverse mass matrix toward $10^{-3} I$, as if the posterior's scales were of
+    order one. On $z$ they are not: the narrow direction of a ridge in (A, B, D)
+    has a standard deviation of $10^{-4}$ or less, and the regularisation there
+    would be thousands of times the posterior's variance, forcing the step size
+    down. The map is linear, so its log-Jacobian is a constant and is dropped."""
+
+    log_posterior: LogPosterior
+    centre: Array
+    scale: Array
+
+    def coordinates(self, u) -> dict:
+        """The sampled coordinates `{name: z}` of the flat `u`."""
+        return _unflatten(self.log_posterior, self.centre + self.scale @ u)
+
+    def __call__(self, u):
+        return self.log_posterior(self.coordinates(u))
+
+
+def _flatten(log_posterior: LogPosterior, coordinates: dict):
+    return jnp.concatenate(
+        [jnp.ravel(coordinates[name]) for name in log_posterior.names]
+    )
+
+
+def _unflatten(log_posterior: LogPosterior, flat) -> dict:
+    out, offset = {}, 0
+    for name, shape in zip(log_posterior.names, log_posterior.shapes):
+        size = math.prod(shape)
+        out[name] = flat[offset : offset + size].reshape(shape)
+        offset += size
+    return out
+
+
+@eqx.filter_jit
+def _precondition(log_posterior: LogPosterior, start, max_steps: int = 256):
+    """The centre $c$ and scale $L$ of `_Standardized`: BFGS from `start` (flat
+    coordinates) to the mode of the sampled density, then the Cholesky factor of
+    the inverse of its negative Hessian there. Where the search fails the centre is
+    `start`; where the negative Hessian is not positive definite the scale is the
+    identity (the coordinates as they are)."""
+
+    def loss(flat, _):
+        return -log_posterior(_unflatten(log_posterior, flat))
+
+    solution = optx.minimise(
+        loss,
+        optx.BFGS(rtol=1e-8, atol=1e-8),
+        start,
+        max_steps=max_steps,
+        throw=False,
+    )
+    found = (solution.result == optx.RESULTS.successful) & jnp.isfinite(
+        loss(solution.value, None)
+    )
+    centre = jnp.where(found, solution.value, start)
+    curvature = jax.hessian(lambda flat: loss(flat, None))(centre)
+    curvature = 0.5 * (curvature + curvature.T)
+    covariance = jnp.linalg.inv(curvature)
+    scale = jnp.linalg.cholesky(0.5 * (covariance + covariance.T))
+    usable = jnp.all(jnp.isfinite(scale)) & jnp.all(jnp.isfinite(curvature))
+    scale = jnp.where(usable, scale, jnp.eye(start.size))
+    return centre, scale, found, usable
+
+
 class Posterior(eqx.Module):
     """Draws from a posterior (from `ebm.posterior`).
 
@@ -296,7 +372,9 @@ class Posterior(eqx.Module):
     - `failed_warmup`: the same during warm-up.
     - `acceptance_rate`: mean acceptance probability after warm-up.
     - `num_gradients`: gradient evaluations after warm-up, over all chains.
-    - `step_size`: each chain's adapted step size, `(chains,)`.
+    - `step_size`: each chain's adapted step size, `(chains,)`, on the
+        standardised coordinates (the Laplace approximation at the mode has unit
+        covariance there).
     - `inverse_mass_matrix`: each chain's adapted dense inverse mass matrix, on the
         flattened coordinates.
     - `log_posterior`: the `ebm.LogPosterior` sampled.
@@ -553,7 +631,7 @@ def posterior(
     seed: int = 0,
     target_acceptance: float = 0.8,
     max_doublings: int = 10,
-    init_jitter: float = 0.05,
+    init_jitter: float = 0.1,
     derived: Sequence[str] | Mapping[str, Callable] = ("ecs",),
     progress: bool | diffrax.AbstractProgressMeter = False,
 ) -> Posterior:
@@ -561,9 +639,10 @@ def posterior(
 
     **Arguments:**
 
-    - `params`: the values of the parameters not sampled, and where the chains
-        start (each at these values' coordinates plus `init_jitter` times a
-        standard normal draw). Its equilibrium (from `start`) sets the branch.
+    - `params`: the values of the parameters not sampled, and where the search
+        for the mode starts; the chains start at the mode plus `init_jitter` times
+        a draw of the Laplace approximation there. Its equilibrium (from `start`)
+        sets the branch.
     - `observed`: an array of the temperature profile (degC, `(n_lat,)`; for
         `through="trajectory"`, `(len(times), n_lat)`), or `{output: array}` for
         any of `"T"`, `"global_mean"`, `"ice_edge"` (degrees), `"heat_transport"`
@@ -669,6 +748,10 @@ def posterior(
         model=model,
         names=(*names, *(f"noise_{o}" for o in noise_priors)),
         parameters=names,
+        shapes=(
+            *(tuple(jnp.shape(getattr(params, name))) for name in names),
+            *(() for _ in noise_priors),
+        ),
         supports=supports + noise_supports,
         priors=(*(priors[name] for name in names), *noise_priors.values()),
         observed=observed,
@@ -685,22 +768,30 @@ def posterior(
     start_values = {name: getattr(params, name) for name in names}
     for output, prior in noise_priors.items():
         start_values[f"noise_{output}"] = _typical(prior)
-    centre = log_posterior.coordinates(start_values)
+    start_flat = _flatten(log_posterior, log_posterior.coordinates(start_values))
+    if not np.isfinite(float(_initial_log_density(log_posterior, start_flat))):
+        described = ", ".join(f"{n}={np.asarray(v)}" for n, v in start_values.items())
+        raise ValueError(
+            f"The log density is -inf at the given `params` ({described}): the "
+            "model fails there or lands on another branch. Give parameters that "
+            "fit the observations."
+        )
+    centre, scale, _, usable = _precondition(log_posterior, start_flat)
+    if not bool(usable):
+        warnings.warn(
+            "The log posterior's curvature where the chains start is not negative "
+            "definite; sampling on the unscaled coordinates, where the step size may "
+            "have to be small. Check the priors and the observations.",
+            stacklevel=2,
+        )
+    target = _Standardized(log_posterior, centre, scale)
     key = jax.random.key(seed)
     key, jitter_key, warmup_key, sample_key = jax.random.split(key, 4)
-    leaves, treedef = jax.tree.flatten(centre)
-    jitter_keys = jax.random.split(jitter_key, len(leaves))
-    positions = jax.tree.unflatten(
-        treedef,
-        [
-            leaf + init_jitter * jax.random.normal(k, (num_chains, *jnp.shape(leaf)))
-            for leaf, k in zip(leaves, jitter_keys)
-        ],
-    )
-    initial = np.asarray(_initial_log_density(log_posterior, positions))
+    positions = init_jitter * jax.random.normal(jitter_key, (num_chains, centre.size))
+    initial = np.asarray(jax.vmap(_initial_log_density, (None, 0))(target, positions))
     if not np.all(np.isfinite(initial)):
         chain = int(np.argmin(np.isfinite(initial)))
-        values = log_posterior.values(jax.tree.map(lambda x: x[chain], positions))
+        values = log_posterior.values(target.coordinates(positions[chain]))
         described = ", ".join(f"{n}={np.asarray(v)}" for n, v in values.items())
         raise ValueError(
             f"The log density is -inf where chain {chain} starts ({described}): the "
@@ -710,7 +801,7 @@ def posterior(
 
     with HostProgress(progress, num_warmup + num_samples, "step") as meter:
         states, parameters, failed_warmup = _warmup(
-            log_posterior,
+            target,
             jax.random.split(warmup_key, num_chains),
             positions,
             num_warmup,
@@ -725,7 +816,7 @@ def posterior(
         chain_keys = jax.random.split(sample_key, num_chains)
         while done < num_samples:
             chain_keys, states, record = _sample(
-                log_posterior, chain_keys, states, parameters, chunk, max_doublings
+                target, chain_keys, states, parameters, chunk, max_doublings
             )
             collected.append(record)
             done += chunk
@@ -736,7 +827,8 @@ def posterior(
     record = jax.tree.map(
         lambda *chunks: jnp.concatenate(chunks, axis=1)[:, :num_samples], *collected
     )
-    coordinates, log_density, divergent, failed, acceptance, steps = record
+    standardized, log_density, divergent, failed, acceptance, steps = record
+    coordinates = jax.vmap(jax.vmap(target.coordinates))(standardized)
     draws = jax.vmap(jax.vmap(log_posterior.values))(coordinates)
     derived_values = _derived(
         derived, draws, log_posterior, model, params, start, reference
@@ -758,7 +850,9 @@ def posterior(
         acceptance_rate=float(jnp.mean(acceptance)),
         num_gradients=int(jnp.sum(steps)),
         step_size=parameters["step_size"],
-        inverse_mass_matrix=parameters["inverse_mass_matrix"],
+        inverse_mass_matrix=jnp.einsum(
+            "ij,cjk,lk->cil", scale, parameters["inverse_mass_matrix"], scale
+        ),
         log_posterior=log_posterior,
     )
 
@@ -795,8 +889,12 @@ def _typical(prior: AbstractPrior) -> float:
 
 
 @eqx.filter_jit
-def _initial_log_density(log_posterior, positions):
-    return jax.vmap(log_posterior.log_density)(positions)
+def _initial_log_density(log_posterior, flat):
+    """The log density at the flat coordinates `flat` (of a `LogPosterior`, or of
+    `_Standardized`)."""
+    if isinstance(log_posterior, LogPosterior):
+        return log_posterior(_unflatten(log_posterior, flat))
+    return log_posterior(flat)
 
 
 @eqx.filter_jit
