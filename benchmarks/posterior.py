@@ -15,8 +15,19 @@ recorded. Under a correct sampler the ranks are uniform; a chi-square test on
 `--bins` bins at the 1% level decides per parameter. Writes
 benchmarks/results/posterior_sbc.json and posterior_sbc.png (rank histograms).
 
-Run: python benchmarks/posterior.py [ess|sbc] [--n-lat 90] [--warmup 500]
-     [--samples 1000] [--chains 4] [--datasets 100]
+`ridge`: the shape of the `ess` problem's posterior. From the mode and the
+Laplace covariance, the log density (in the parameters' units, relative to the
+mode) along each principal axis of the covariance, in its standard deviations,
+next to the Gaussian's $-t^2/2$; along the longest axis also B, D and the ice
+edge of the equilibrium. Writes benchmarks/results/posterior_ridge.json and
+posterior_ridge.png.
+
+With `--transport-noise S` (PW), `ess` observes the heat transport on the cell
+bounds too, with noise of standard deviation S, and writes
+posterior_transport.json and posterior_transport.png.
+
+Run: python benchmarks/posterior.py [ess|sbc|ridge] [--n-lat 90] [--warmup 500]
+     [--samples 1000] [--chains 4] [--datasets 100] [--transport-noise 0.02]
 """
 
 import argparse
@@ -25,6 +36,7 @@ import pathlib
 import time
 
 import jax
+import jax.numpy as jnp
 import numpy as np
 from _machine import machine
 from jax.scipy.special import gammaincc
@@ -51,10 +63,20 @@ def synthetic(params, grid, seed):
 
 def ess(arguments) -> dict:
     grid, params = ebm.Grid(arguments.n_lat), ebm.Params()
-    _, observed = synthetic(params, grid, seed=0)
+    truth, observed = synthetic(params, grid, seed=0)
+    noise = NOISE
+    if arguments.transport_noise is not None:
+        model = ebm.EnergyBalanceModel(grid=grid)
+        transport = np.asarray(model.heat_transport(truth.T, params))
+        rng = np.random.default_rng(5)
+        transport = transport + arguments.transport_noise * rng.standard_normal(
+            transport.shape
+        )
+        observed = {"T": observed, "heat_transport": transport}
+        noise = {"T": NOISE, "heat_transport": arguments.transport_noise}
     options = dict(
         priors=PRIORS,
-        noise=NOISE,
+        noise=noise,
         grid=grid,
         num_chains=arguments.chains,
         num_warmup=arguments.warmup,
@@ -69,6 +91,7 @@ def ess(arguments) -> dict:
     laplace, _ = draws.laplace()
     row = dict(
         n_lat=arguments.n_lat,
+        transport_noise=arguments.transport_noise,
         chains=arguments.chains,
         warmup=arguments.warmup,
         samples=arguments.samples,
@@ -92,11 +115,11 @@ def ess(arguments) -> dict:
     )
     print(draws.summary())
     print(json.dumps(row, indent=1))
-    plot_ess(draws, params)
+    plot_ess(draws, params, arguments.name)
     return row
 
 
-def plot_ess(draws, params):
+def plot_ess(draws, params, name):
     import matplotlib
 
     matplotlib.use("Agg")
@@ -119,7 +142,7 @@ def plot_ess(draws, params):
         axes[1, column].set_xlabel(x)
         axes[1, column].set_ylabel(y)
     fig.tight_layout()
-    fig.savefig(RESULTS / "posterior.png", dpi=110)
+    fig.savefig(RESULTS / f"{name}.png", dpi=110)
 
 
 def sbc(arguments) -> dict:
@@ -207,9 +230,112 @@ def plot_sbc(ranks, arguments):
     fig.savefig(RESULTS / "posterior_sbc.png", dpi=110)
 
 
+def ridge(arguments) -> dict:
+    grid, params = ebm.Grid(arguments.n_lat), ebm.Params()
+    _, observed = synthetic(params, grid, seed=0)
+    # A short run: only its best draw is used, as the start of the mode's search.
+    draws = ebm.posterior(
+        params,
+        observed,
+        priors=PRIORS,
+        noise=NOISE,
+        grid=grid,
+        num_chains=2,
+        num_warmup=50,
+        num_samples=20,
+        derived=(),
+    )
+    log_posterior = draws.log_posterior
+    mode = draws.mode()
+    _, covariance = draws.laplace(mode)
+    names = log_posterior.names
+    centre = np.array([float(mode[n]) for n in names])
+    variances, axes = np.linalg.eigh(np.asarray(covariance))
+
+    @jax.jit
+    def along(x):
+        values = {n: x[i] for i, n in enumerate(names)}
+        density = log_posterior.log_density(
+            log_posterior.coordinates(values), jacobian=False
+        )
+        state = ebm.equilibrium(
+            log_posterior.with_parameters(values),
+            model=log_posterior.model,
+            start=log_posterior.start,
+            throw=False,
+        )
+        return density, state.ice_edge
+
+    top, _ = along(jnp.asarray(centre))
+    t = np.round(np.linspace(-3.0, 3.0, 61), 10)
+    row = dict(
+        n_lat=arguments.n_lat,
+        mode={n: float(mode[n]) for n in names},
+        laplace_std={n: float(np.sqrt(covariance[i, i])) for i, n in enumerate(names)},
+        correlation=(
+            np.asarray(covariance)
+            / np.sqrt(np.outer(np.diag(covariance), np.diag(covariance)))
+        ).tolist(),
+        t=t.tolist(),
+        gaussian=(-0.5 * t**2).tolist(),
+        axes=[],
+    )
+    for k in range(len(names) - 1, -1, -1):
+        points = centre + np.outer(t, np.sqrt(variances[k]) * axes[:, k])
+        density, edge = jax.vmap(along)(jnp.asarray(points))
+        row["axes"].append(
+            dict(
+                std=float(np.sqrt(variances[k])),
+                direction={n: float(axes[i, k]) for i, n in enumerate(names)},
+                log_density=[
+                    float(d - top) if np.isfinite(d) else None for d in density
+                ],
+                values={n: points[:, i].tolist() for i, n in enumerate(names)},
+                ice_edge=np.asarray(edge).tolist(),
+            )
+        )
+    longest = row["axes"][0]
+    for i, ti in enumerate(t):
+        d = longest["log_density"][i]
+        print(
+            f"t={ti:5.2f} B={longest['values']['B'][i]:6.3f} "
+            f"D={longest['values']['D'][i]:6.3f} "
+            f"ice edge={longest['ice_edge'][i]:6.2f} "
+            f"log density={'-inf' if d is None else f'{d:10.2f}'}"
+        )
+    plot_ridge(row)
+    return row
+
+
+def plot_ridge(row):
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    t = np.asarray(row["t"])
+    fig, (left, right) = plt.subplots(1, 2, figsize=(10, 3.8))
+    for k, axis in enumerate(row["axes"]):
+        density = np.array([np.nan if d is None else d for d in axis["log_density"]])
+        left.plot(t, density, label=f"axis {k + 1} (std {axis['std']:.3g})")
+    left.plot(t, row["gaussian"], "k--", lw=0.8, label="Gaussian")
+    left.set_ylim(-12, 1)
+    left.set_xlabel("distance from the mode, Laplace standard deviations")
+    left.set_ylabel("log density - log density at the mode")
+    left.legend(fontsize=8)
+    longest = row["axes"][0]
+    right.plot(t, longest["ice_edge"])
+    right.set_xlabel("along axis 1, Laplace standard deviations")
+    right.set_ylabel("ice edge, degrees latitude")
+    fig.tight_layout()
+    fig.savefig(RESULTS / "posterior_ridge.png", dpi=110)
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("mode", nargs="?", default="ess", choices=("ess", "sbc"))
+    parser.add_argument(
+        "mode", nargs="?", default="ess", choices=("ess", "sbc", "ridge")
+    )
     parser.add_argument("--n-lat", type=int, default=90)
     parser.add_argument("--chains", type=int, default=4)
     parser.add_argument("--warmup", type=int, default=500)
@@ -217,12 +343,17 @@ def main():
     parser.add_argument("--datasets", type=int, default=100)
     parser.add_argument("--keep", type=int, default=99)
     parser.add_argument("--bins", type=int, default=10)
+    parser.add_argument("--transport-noise", type=float, default=None)
     arguments = parser.parse_args()
+    arguments.name = {
+        "ess": "posterior_transport" if arguments.transport_noise else "posterior",
+        "sbc": "posterior_sbc",
+        "ridge": "posterior_ridge",
+    }[arguments.mode]
     RESULTS.mkdir(exist_ok=True)
-    row = ess(arguments) if arguments.mode == "ess" else sbc(arguments)
+    row = {"ess": ess, "sbc": sbc, "ridge": ridge}[arguments.mode](arguments)
     row["machine"] = machine()
-    name = "posterior.json" if arguments.mode == "ess" else "posterior_sbc.json"
-    (RESULTS / name).write_text(json.dumps(row, indent=1))
+    (RESULTS / f"{arguments.name}.json").write_text(json.dumps(row, indent=1))
 
 
 if __name__ == "__main__":

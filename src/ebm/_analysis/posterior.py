@@ -321,10 +321,10 @@ def _unflatten(log_posterior: LogPosterior, flat) -> dict:
 def _precondition(log_posterior: LogPosterior, start, max_steps: int = 256):
     """The centre $c$ and scale $L$ of `_Standardized`: BFGS from `start` (flat
     coordinates) to the mode of the sampled density, then the Cholesky factor of
-    the inverse of its negative Hessian there (by central differences of the
-    gradient, steps $10^{-4}(1 + |z|)$). Where the search fails the centre is
-    `start`; where the negative Hessian is not positive definite the scale is the
-    identity (the coordinates as they are)."""
+    the inverse of its negative Hessian there (exact through an equilibrium; by
+    central differences of the gradient, steps $10^{-4}(1 + |z|)$, through a run).
+    Where the search fails the centre is `start`; where the negative Hessian is not
+    positive definite the scale is the identity (the coordinates as they are)."""
 
     def loss(flat, _):
         return -log_posterior(_unflatten(log_posterior, flat))
@@ -340,17 +340,20 @@ def _precondition(log_posterior: LogPosterior, start, max_steps: int = 256):
         loss(solution.value, None)
     )
     centre = jnp.where(found, solution.value, start)
-    # Central differences of the gradient, column by column: reverse mode only,
-    # which every adjoint of a run supports (forward mode is not for all of them).
-    gradient = jax.grad(lambda flat: loss(flat, None))
-    steps = 1e-4 * (1.0 + jnp.abs(centre))
-    shifts = jnp.diag(steps)
-    columns = jax.lax.map(
-        lambda shift: gradient(centre + shift) - gradient(centre - shift),
-        shifts,
-        batch_size=8,
-    )
-    curvature = columns / (2.0 * steps[:, None])
+    if log_posterior.through == "equilibrium":
+        # Exact: forward over reverse through the implicit gradient.
+        curvature = jax.hessian(lambda flat: loss(flat, None))(centre)
+    else:
+        # Central differences of the gradient, column by column: reverse mode
+        # only, which every adjoint of a run supports (forward mode is not).
+        gradient = jax.grad(lambda flat: loss(flat, None))
+        steps = 1e-4 * (1.0 + jnp.abs(centre))
+        columns = jax.lax.map(
+            lambda shift: gradient(centre + shift) - gradient(centre - shift),
+            jnp.diag(steps),
+            batch_size=8,
+        )
+        curvature = columns / (2.0 * steps[:, None])
     curvature = 0.5 * (curvature + curvature.T)
     covariance = jnp.linalg.inv(curvature)
     scale = jnp.linalg.cholesky(0.5 * (covariance + covariance.T))
