@@ -793,16 +793,16 @@ def posterior(
     centre, scale, _, usable = _precondition(log_posterior, start_flat)
     if not bool(usable):
         warnings.warn(
-            "The log posterior's curvature where the chains start is not negative "
-            "definite; sampling on the unscaled coordinates, where the step size may "
-            "have to be small. Check the priors and the observations.",
+            "The log posterior's curvature at its mode is not negative definite; "
+            "sampling on the unscaled coordinates, where the step size may have to "
+            "be small. Check the priors and the observations.",
             stacklevel=2,
         )
     target = _Standardized(log_posterior, centre, scale)
     key = jax.random.key(seed)
     key, jitter_key, warmup_key, sample_key = jax.random.split(key, 4)
     positions = init_jitter * jax.random.normal(jitter_key, (num_chains, centre.size))
-    initial = np.asarray(jax.vmap(_initial_log_density, (None, 0))(target, positions))
+    initial = np.asarray(_chain_log_densities(target, positions))
     if not np.all(np.isfinite(initial)):
         chain = int(np.argmin(np.isfinite(initial)))
         values = log_posterior.values(target.coordinates(positions[chain]))
@@ -903,12 +903,15 @@ def _typical(prior: AbstractPrior) -> float:
 
 
 @eqx.filter_jit
-def _initial_log_density(log_posterior, flat):
-    """The log density at the flat coordinates `flat` (of a `LogPosterior`, or of
-    `_Standardized`)."""
-    if isinstance(log_posterior, LogPosterior):
-        return log_posterior(_unflatten(log_posterior, flat))
-    return log_posterior(flat)
+def _initial_log_density(log_posterior: LogPosterior, flat):
+    """The log density at the flat coordinates `flat`."""
+    return log_posterior(_unflatten(log_posterior, flat))
+
+
+@eqx.filter_jit
+def _chain_log_densities(target: _Standardized, positions):
+    """The log density at each chain's standardised start, `(chains,)`."""
+    return jax.vmap(target)(positions)
 
 
 @eqx.filter_jit
