@@ -162,8 +162,6 @@ class LogPosterior(eqx.Module):
     parameters: tuple[str, ...] = eqx.field(static=True)
     """The sampled names that are fields of `params`."""
     supports: tuple[Parameter, ...] = eqx.field(static=True)
-    shapes: tuple[tuple[int, ...], ...] = eqx.field(static=True)
-    """The shape of each sampled name's value: `()`, or `(n,)` for a profile."""
     priors: tuple[AbstractPrior, ...]
     observed: dict[str, Array]
     noise: dict[str, Array]
@@ -174,6 +172,15 @@ class LogPosterior(eqx.Module):
     start: Array
     regime: Array
     adjoint: object
+
+    @property
+    def shapes(self) -> tuple[tuple[int, ...], ...]:
+        """The shape of each sampled name's value: that of its value in `params`
+        (`()`, or `(n,)` for a profile), `()` for a noise."""
+        return tuple(
+            jnp.shape(getattr(self.params, name)) if name in self.parameters else ()
+            for name in self.names
+        )
 
     def values(self, coordinates: dict) -> dict:
         return {
@@ -762,10 +769,6 @@ def posterior(
         model=model,
         names=(*names, *(f"noise_{o}" for o in noise_priors)),
         parameters=names,
-        shapes=(
-            *(tuple(jnp.shape(getattr(params, name))) for name in names),
-            *(() for _ in noise_priors),
-        ),
         supports=supports + noise_supports,
         priors=(*(priors[name] for name in names), *noise_priors.values()),
         observed=observed,
