@@ -1,6 +1,8 @@
 """Checks of the discrete settings that every entry point takes (counts, limits)."""
 
+import equinox as eqx
 import jax
+import numpy as np
 
 
 def check_count(name: str, value, minimum: int) -> None:
@@ -21,3 +23,16 @@ def known_value(x):
     # warning (and `integrate` takes its budget for traced runs), no error.
     to_concrete_value = getattr(x, "to_concrete_value", None)
     return None if to_concrete_value is None else to_concrete_value()
+
+
+def refuse_if(x, bad, message: str, error: type[Exception] = ValueError):
+    """`x`, once `bad` is false: checked now where its value is known (raising
+    `error(message)`), else by an `eqx.error_if` threaded onto `x` in the caller's
+    program (an entry point's own compiled program holds no such check, which
+    would compile to a host callback that JAX's persistent cache refuses)."""
+    known = known_value(bad)
+    if known is None:
+        return eqx.error_if(x, bad, message)
+    if np.any(np.asarray(known)):
+        raise error(message)
+    return x

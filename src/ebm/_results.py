@@ -66,6 +66,47 @@ def nan_unless_successful(result: RESULTS, outputs, inputs):
     return jax.tree.map(mask, outputs)
 
 
+def failure_message(result: RESULTS) -> str | None:
+    """The message of the first failure among the (concrete) codes `result`, or
+    `None` when every one is `RESULTS.successful`."""
+    codes = np.asarray(result._value).ravel()
+    failed = np.flatnonzero(codes != int(RESULTS.successful._value))
+    if failed.size == 0:
+        return None
+    message = RESULTS._index_to_message[int(codes[failed[0]])]
+    if codes.size > 1:
+        message = f"{failed.size} of {codes.size} solves failed; the first: {message}"
+    return message
+
+
+def raise_if_failed(outputs, result: RESULTS, message: str | None = None):
+    """`outputs`, once `result` says the solve succeeded; else an
+    `eqx.EquinoxRuntimeError` with the failure's message (or `message`).
+
+    A compiled entry point returns its result code rather than raising inside the
+    program (as optimistix does with `throw=False`): `eqx.error_if` compiles to a
+    host callback, and JAX's persistent compilation cache keeps no program that
+    holds one. So, where the code is known when the call returns (a call with
+    concrete arguments, and under eager `jax.grad`/`jax.jacfwd`), it is checked
+    here, on the host. Where it is traced (under the caller's own `jit` or
+    `vmap`) the check is threaded onto every array of `outputs` by
+    `eqx.error_if`, in the caller's program, as before: no output escapes it.
+    """
+    if result.is_traced():
+        dynamic, static = eqx.partition(outputs, eqx.is_inexact_array)
+        if not jax.tree.leaves(dynamic):
+            dynamic, static = eqx.partition(outputs, eqx.is_array)
+        if message is None:
+            dynamic = result.error_if(dynamic, result != RESULTS.successful)
+        else:
+            dynamic = eqx.error_if(dynamic, result != RESULTS.successful, message)
+        return eqx.combine(dynamic, static)
+    failed = failure_message(result)
+    if failed is not None:
+        raise eqx.EquinoxRuntimeError(failed if message is None else message)
+    return outputs
+
+
 def error_message(error: BaseException) -> str:
     """An error's message on one line: equinox wraps a runtime error's message in
     the stack and advice."""

@@ -51,6 +51,7 @@ from jax.sharding import Mesh, NamedSharding, PartitionSpec
 from jaxtyping import Array, Bool, PyTree
 
 from .._checks import check_count
+from .._model.parameters import params_checked
 from .._model.params import Params
 from .._progress import HostProgress
 from .._results import RESULTS, error_message
@@ -258,7 +259,24 @@ class _Member(eqx.Module):
 
 @eqx.filter_jit
 def _block(member: _Member, params: Params):
-    return jax.vmap(member)(params)
+    # The members were checked on the host (`_check_members`).
+    with params_checked():
+        return jax.vmap(member)(params)
+
+
+def _check_members(params: Params) -> None:
+    """Every member's values against the declared ranges, on the host (an
+    `eqx.tree_at` skips construction's check), so that the members' compiled
+    program need hold no check.
+
+    **Raises:**
+
+    - `ValueError`: for a value out of its range, naming the member's index.
+    """
+    for declared in type(params).ranges:
+        values = [np.asarray(getattr(params, name)) for name in declared.names()]
+        if not np.all(declared.ok(*values)):
+            raise ValueError(declared.message(values))
 
 
 class Ensemble(eqx.Module):
@@ -781,6 +799,7 @@ def ensemble(
     """
     function, kwargs = _check_options(task, on_failure, block_size, kwargs)
     params = _stack(members)
+    _check_members(params)
     count = _num_members(params)
     layout = _layout(_mesh(devices, mesh), count, block_size)
     member = _Member(function, kwargs, gradient, gradient is not None)

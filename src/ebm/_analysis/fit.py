@@ -33,9 +33,10 @@ from jaxtyping import Array, Float
 from .._checks import check_count
 from .._model.grid import Grid
 from .._model.model import EnergyBalanceModel
+from .._model.parameters import check_params, params_checked
 from .._model.params import Params
 from .._progress import HostProgress
-from .._results import RESULTS
+from .._results import RESULTS, raise_if_failed
 from .._steady.equilibrium import (
     NearFoldWarning,
     _near_fold_message,
@@ -177,6 +178,7 @@ def fit(
     - `RuntimeError`: when the model fails to converge at an iterate (the message
         names the parameter values).
     """
+    params = check_params(params)
     names = check_names(fit, "fit", type(params))
     check_count("steps", steps, 1)
     model = resolve_model(model, grid)
@@ -204,19 +206,15 @@ def fit(
                     loss_fn, optimizer, coordinates, state
                 )
             except eqx.EquinoxRuntimeError as error:
-                raise RuntimeError(
-                    f"ebm.fit: the model failed at step {step}, near "
-                    f"{_describe(names, coordinates, type(params))} (for example a "
-                    "singular Jacobian near a fold, where two equilibria meet). "
-                    "Start closer, fit fewer parameters, or resolve the ice edge "
-                    "better (larger ice_width or n_lat)."
-                ) from error
+                raise _failed(step, names, coordinates, type(params)) from error
             history.append(float(loss))
             meter.step(
                 step + 1, f"loss {float(loss):.3e} K^2, |grad| {float(norm):.2e}"
             )
             if not np.isfinite(float(loss)):
                 raise _not_converged(step, names, coordinates, type(params))
+            if not np.isfinite(float(norm)):
+                raise _failed(step, names, coordinates, type(params))
             if float(norm) <= gtol:
                 converged = True
                 break
@@ -344,6 +342,16 @@ def _check_fitted_parameters_enter(params, names, through, times, T0, model, sta
     )
 
 
+def _failed(step, names, coordinates, container) -> RuntimeError:
+    return RuntimeError(
+        f"ebm.fit: the model failed at step {step}, near "
+        f"{_describe(names, coordinates, container)} (for example a "
+        "singular Jacobian near a fold, where two equilibria meet, which makes the "
+        "gradient NaN). Start closer, fit fewer parameters, or resolve the ice edge "
+        "better (larger ice_width or n_lat)."
+    )
+
+
 def _not_converged(step, names, coordinates, container) -> RuntimeError:
     return RuntimeError(
         f"ebm.fit: the model did not converge at step {step}, with "
@@ -399,19 +407,26 @@ class _Loss(eqx.Module):
 
     def output(self, params: Params):
         """The fitted profile(s) of `params`, and whether the solve succeeded."""
-        if self.through == "equilibrium":
-            state = equilibrium(params, model=self.model, start=self.start, throw=False)
-            return state.T, state.converged
-        return snapshots(
-            params, self.years, self.times, self.model, self.T0, self.adjoint
-        )
+        # The coordinates map into each parameter's range; one that does not (a NaN
+        # from the optimiser) fails as an unconverged solve does, below.
+        with params_checked():
+            if self.through == "equilibrium":
+                state = equilibrium(
+                    params, model=self.model, start=self.start, throw=False
+                )
+                return state.T, state.converged
+            return snapshots(
+                params, self.years, self.times, self.model, self.T0, self.adjoint
+            )
 
     def __call__(self, coordinates):
         values = {
             name: from_unconstrained(name, coordinates[name], type(self.params))
             for name in self.names
         }
-        T, converged = self.output(with_values(self.params, values).check())
+        params = with_values(self.params, values)
+        T, converged = self.output(params)
+        converged = converged & params.in_range()
         # An unconverged solve is an infinite loss, so that a line search backs off
         # instead of the fit stopping; no derivative flows through it.
         T = jnp.where(converged, T, jax.lax.stop_gradient(T))
@@ -537,6 +552,7 @@ def sensitivity(
     - `ValueError`: for an unknown `output`, `through` or name, or a trajectory
         without `years`.
     """
+    params = check_params(params)
     container = type(params)
     names = check_names(
         container.field_names() if names is None else names, "names", container
@@ -545,7 +561,8 @@ def sensitivity(
     fn, values = _output_function(
         params, output, names, through, years, T0, model, start, "forward"
     )
-    (value, diagnostics), jacobian = _value_and_jacfwd(fn, values)
+    (value, (diagnostics, result)), jacobian = _value_and_jacfwd(fn, values)
+    value, jacobian = raise_if_failed((value, jacobian), result)
     _warn_near_fold(diagnostics, near_fold)
     return Sensitivity(
         output=output,
@@ -576,24 +593,31 @@ class _Output(eqx.Module):
     adjoint: str = eqx.field(static=True)
 
     def __call__(self, values):
-        params = with_values(self.params, values).check()
-        if self.through == "equilibrium":
-            state = equilibrium(params, model=self.model, start=self.start)
-            diagnostics = (state.leading_eigenvalue, state.condition_number)
-        else:
-            state = integrate(
-                params,
-                years=self.years,
-                model=self.model,
-                T0=self.T0,
-                adjoint=self.adjoint,
-            )
-            diagnostics = None
+        params = with_values(self.params, values)
+        # Checked by the entry point before tracing; the solve's result is returned
+        # (with the diagnostics) and checked there too, so that the compiled
+        # program holds no check (see `ebm._results.raise_if_failed`).
+        with params_checked():
+            if self.through == "equilibrium":
+                state = equilibrium(
+                    params, model=self.model, start=self.start, throw=False
+                )
+                diagnostics = (state.leading_eigenvalue, state.condition_number)
+            else:
+                state = integrate(
+                    params,
+                    years=self.years,
+                    model=self.model,
+                    T0=self.T0,
+                    adjoint=self.adjoint,
+                    throw=False,
+                )
+                diagnostics = None
         if callable(self.output):
             value = self.output(state, params)
         else:
             value = getattr(state, self.output)
-        return value, jax.lax.stop_gradient(diagnostics)
+        return value, (jax.lax.stop_gradient(diagnostics), state.result)
 
 
 def _output_function(params, output, names, through, years, T0, model, start, adjoint):
@@ -677,6 +701,7 @@ def hessian(
     - `ValueError`: for a non-scalar `output`, unknown names, a profile given as
         an array (`D_bounds`), or as `sensitivity`.
     """
+    params = check_params(params)
     names = check_names(names, "names", type(params))
     if output == "T":
         raise ValueError("`output` must be a scalar ('global_mean' or 'ice_edge').")
@@ -691,7 +716,8 @@ def hessian(
     fn, values = _output_function(
         params, output, names, through, years, T0, model, start, "direct"
     )
-    gradient, matrix, diagnostics = _gradient_and_hessian(fn, values)
+    gradient, matrix, (diagnostics, result) = _gradient_and_hessian(fn, values)
+    gradient, matrix = raise_if_failed((gradient, matrix), result)
     _warn_near_fold(diagnostics, near_fold)
     return Hessian(
         output=output,

@@ -40,7 +40,6 @@ import diffrax
 import equinox as eqx
 import jax
 import jax.numpy as jnp
-import lineax as lx
 import numpy as np
 import optimistix as optx
 from jaxtyping import Array
@@ -48,9 +47,11 @@ from jaxtyping import Array
 from .._checks import check_count
 from .._model.grid import Grid
 from .._model.model import EnergyBalanceModel
-from .._model.parameters import Parameter
+from .._model.parameters import Parameter, params_checked
 from .._model.params import Params
+from .._numerics.implicit import FailedAs, ImplicitAdjoint
 from .._progress import HostProgress
+from .._results import RESULTS, raise_if_failed
 from .._steady.continuation import Fold, fold
 from .._steady.equilibrium import (
     default_adjoint,
@@ -101,48 +102,18 @@ def _failed(info):
     return info.is_divergent & ~finite
 
 
-class _FiniteSolve(lx.AbstractLinearSolver):
-    """`solver`, with a failed or non-finite solution replaced by zeros.
+def _finite_adjoint(model: EnergyBalanceModel) -> ImplicitAdjoint:
+    """`equilibrium`'s default adjoint for `model`, a failed solve giving zeros.
 
     For the implicit gradient of the posterior's equilibria: next to a fold the
-    Jacobian is singular to working precision, and lineax would raise, stopping
-    every chain. A zero solution drops the equilibrium's sensitivity from the
+    Jacobian is singular to working precision, and the default adjoint's NaN would
+    reach every chain. A zero solution drops the equilibrium's sensitivity from the
     gradient at that point only. NUTS stays exact: its leapfrog steps are
     reversible and volume-preserving for any deterministic vector field in place
     of the gradient, and the acceptance test uses the density itself, so a wrong
     gradient costs acceptance, not correctness."""
-
-    solver: lx.AbstractLinearSolver
-
-    def init(self, operator, options):
-        return self.solver.init(operator, options)
-
-    def compute(self, state, vector, options):
-        solution, result, stats = self.solver.compute(state, vector, options)
-        ok = (result == lx.RESULTS.successful) & jnp.all(
-            jnp.asarray(
-                [jnp.all(jnp.isfinite(leaf)) for leaf in jax.tree.leaves(solution)]
-            )
-        )
-        solution = jax.tree.map(
-            lambda leaf: jnp.where(ok, leaf, jnp.zeros_like(leaf)), solution
-        )
-        return solution, lx.RESULTS.successful, stats
-
-    def transpose(self, state, options):
-        return self.solver.transpose(state, options)
-
-    def conj(self, state, options):
-        return self.solver.conj(state, options)
-
-    def assume_full_rank(self):
-        return self.solver.assume_full_rank()
-
-
-def _finite_adjoint(model: EnergyBalanceModel) -> optx.ImplicitAdjoint:
-    """`equilibrium`'s default adjoint for `model`, its solver made `_FiniteSolve`."""
     solver = default_adjoint(model).linear_solver
-    return optx.ImplicitAdjoint(linear_solver=_FiniteSolve(solver))
+    return ImplicitAdjoint(linear_solver=FailedAs(solver, 0.0))
 
 
 class LogPosterior(eqx.Module):
@@ -200,22 +171,24 @@ class LogPosterior(eqx.Module):
         )
 
     def simulate(self, params: Params):
-        """The observed outputs of `params`, and whether they are valid."""
-        if self.through == "equilibrium":
-            state = equilibrium(
-                params,
-                model=self.model,
-                start=self.start,
-                adjoint=_finite_adjoint(self.model),
-                throw=False,
-                near_fold=None,
-            )
-            ok = state.converged & (_regime(state.ice_edge) == self.regime)
-            T = state.T
-        else:
-            T, ok = snapshots(
-                params, self.years, self.times, self.model, self.T0, self.adjoint
-            )
+        """The observed outputs of `params` (in range: see `log_density`), and
+        whether they are valid."""
+        with params_checked():
+            if self.through == "equilibrium":
+                state = equilibrium(
+                    params,
+                    model=self.model,
+                    start=self.start,
+                    adjoint=_finite_adjoint(self.model),
+                    throw=False,
+                    near_fold=None,
+                )
+                ok = state.converged & (_regime(state.ice_edge) == self.regime)
+                T = state.T
+            else:
+                T, ok = snapshots(
+                    params, self.years, self.times, self.model, self.T0, self.adjoint
+                )
         outputs = {o: _observe(self.model, params, T, o) for o in self.observed}
         return outputs, ok
 
@@ -484,7 +457,8 @@ class Posterior(eqx.Module):
         start = log_posterior.coordinates(
             {name: self.draws[name][chain, draw] for name in self.names}
         )
-        return log_posterior.values(_mode(log_posterior, start, max_steps))
+        mode, result = _mode(log_posterior, start, max_steps)
+        return log_posterior.values(raise_if_failed(mode, result))
 
     def laplace(self, mode: dict | None = None) -> tuple[dict[str, Array], Array]:
         r"""The Laplace approximation at the mode: the Gaussian whose covariance is
@@ -598,9 +572,9 @@ def _mode(log_posterior: LogPosterior, start, max_steps):
         optx.BFGS(rtol=1e-10, atol=1e-10),
         start,
         max_steps=max_steps,
-        throw=True,
+        throw=False,
     )
-    return solution.value
+    return solution.value, RESULTS.promote(solution.result)
 
 
 class ClimateSensitivity(eqx.Module):
@@ -1013,11 +987,13 @@ def _map_draws(fn, params, flat, n_lat: int):
     # One vmap over thousands of draws of a chain of equilibria (as "ecs" is) can
     # wedge XLA's CPU runtime: the program idles, never returning. Batches of about
     # `MAP_BATCH_CELLS` draws x cells, one after the other, do not.
-    return jax.lax.map(
-        lambda values: fn(with_values(params, values)),
-        flat,
-        batch_size=max(1, MAP_BATCH_CELLS // n_lat),
-    )
+    # The draws lie in the parameters' ranges (the priors' supports do).
+    with params_checked():
+        return jax.lax.map(
+            lambda values: fn(with_values(params, values)),
+            flat,
+            batch_size=max(1, MAP_BATCH_CELLS // n_lat),
+        )
 
 
 def _check_derived(derived) -> dict:

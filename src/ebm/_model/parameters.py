@@ -27,6 +27,8 @@ both albedos and `ebm.ice_edge`) is one leaf, with one gradient. Two terms may
 declare the same name only with the same declaration.
 """
 
+import contextlib
+import contextvars
 import dataclasses
 import functools
 from collections.abc import Callable, Sequence
@@ -38,6 +40,7 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, Bool, Float
 
+from .._checks import known_value
 from .._custom_types import Scalar
 
 
@@ -346,24 +349,29 @@ class AbstractParams(eqx.Module):
         )
 
     def check(self):
-        """These parameters, with their ranges checked inside `jit`.
+        """These parameters, with their ranges checked.
 
-        Construction checks concrete values; this checks the values that were
-        traced under the user's `jit`, `vmap` or `grad`, against the same ranges.
-        Every jitted entry point calls it first. It is transparent to
-        differentiation.
+        Construction checks concrete values; this checks them again (a value set
+        by `eqx.tree_at` skips construction), and the values traced under the
+        user's `jit`, `vmap` or `grad`, against the same ranges. Every entry point
+        calls it first, outside its compiled program: values known now are checked
+        on the host, so the program holds no check (and JAX's persistent cache can
+        keep it); traced ones get an `eqx.error_if` in the caller's program. It is
+        transparent to differentiation.
 
         **Returns:**
 
-        `self`, with an `eqx.error_if` attached to every field.
+        `self`, with an `eqx.error_if` attached to every field where a value is
+        traced.
 
         **Raises:**
 
-        - `ValueError`: (while tracing) when a field is not one value (a scalar,
-            or for a profile a 1-d array): a batch of parameters runs through
-            `ebm.ensemble` or `jax.vmap`.
-        - `EquinoxRuntimeError`: when a value is outside its range; the message
-            names the parameter and the range.
+        - `ValueError`: when a field is not one value (a scalar, or for a profile
+            a 1-d array): a batch of parameters runs through `ebm.ensemble` or
+            `jax.vmap`; when a value known now is outside its range, as at
+            construction.
+        - `EquinoxRuntimeError`: when a traced value is outside its range; the
+            message names the parameter and the range.
         """
         for parameter in self.declarations:
             shape = jnp.shape(getattr(self, parameter.name))
@@ -373,6 +381,16 @@ class AbstractParams(eqx.Module):
                     f"{shape}: run a batch of parameters with `ebm.ensemble` or "
                     "`jax.vmap`."
                 )
+        known = [known_value(getattr(self, name)) for name in self.field_names()]
+        if _CHECKED.get() and any(value is None for value in known):
+            return self
+        if not any(value is None for value in known):
+            values = dict(zip(self.field_names(), known))
+            for declared in self.ranges:
+                field_values = [np.asarray(values[name]) for name in declared.names()]
+                if not np.all(declared.ok(*field_values)):
+                    raise ValueError(declared.message(field_values))
+            return self
         failed = self._failed_ranges()
         return eqx.branched_error_if(
             self, jnp.any(failed), jnp.argmax(failed), _traced_messages(type(self))
@@ -461,6 +479,42 @@ class AbstractParams(eqx.Module):
     def units(cls) -> dict[str, str]:
         """Each parameter's units (UDUNITS), by name."""
         return {parameter.name: parameter.units for parameter in cls.declarations}
+
+
+_CHECKED = contextvars.ContextVar("ebm_params_checked", default=False)
+
+
+@contextlib.contextmanager
+def params_checked():
+    """Inside: `AbstractParams.check` passes traced values as they are.
+
+    For ebm's own compiled programs that call its entry points (a fold's starting
+    equilibrium, an ensemble's members, a fit's loss): their caller checked the
+    parameters before tracing them, and a check of traced values would compile to
+    a host callback, which JAX's persistent cache refuses. Used while tracing only.
+    """
+    token = _CHECKED.set(True)
+    try:
+        yield
+    finally:
+        _CHECKED.reset(token)
+
+
+def check_params(params, name: str = "params"):
+    """`params.check()`, once `params` is a parameter container at all.
+
+    **Raises:**
+
+    - `TypeError`: when `params` is not an `ebm.AbstractParams` (a dict, `None`).
+    - as `AbstractParams.check`.
+    """
+    if not isinstance(params, AbstractParams):
+        raise TypeError(
+            f"`{name}` must be a parameter container (`ebm.Params(...)`, or "
+            f"`model.Params(...)` for a model with terms of its own), got "
+            f"{type(params).__name__} {params!r:.80}."
+        )
+    return params.check()
 
 
 def _value_text(value: np.ndarray) -> str:

@@ -11,14 +11,15 @@ Derivatives come from the implicit function theorem,
 $$\frac{\partial T^*}{\partial\theta} = -J^{-1}\frac{\partial F}{\partial\theta},
 \qquad J = \frac{\partial F}{\partial T}\Big|_{T^*},$$
 
-through `optimistix.ImplicitAdjoint`: one linear solve at the equilibrium, however
-long the spin-up would have taken. The solve is matrix-free. The Jacobian's
-tridiagonal part is found from three Jacobian-vector products; when every term of
-the model is one of ebm's own (each local in latitude or coupling neighbours only),
-that is the whole Jacobian and the solve is direct. For any other term it is GMRES
-on the Jacobian-vector product, preconditioned by the tridiagonal part
-(`ebm.TridiagonalPreconditionedGMRES`). Memory and work are O(n_lat); no dense
-Jacobian is formed.
+through an implicit adjoint (`optimistix.ImplicitAdjoint`'s, whose failed solve
+gives NaN derivatives instead of raising inside the program): one linear solve at
+the equilibrium, however long the spin-up would have taken. The solve is
+matrix-free. The Jacobian's tridiagonal part is found from three Jacobian-vector
+products; when every term of the model is one of ebm's own (each local in latitude
+or coupling neighbours only), that is the whole Jacobian and the solve is direct.
+For any other term it is GMRES on the Jacobian-vector product, preconditioned by the
+tridiagonal part (`ebm.TridiagonalPreconditionedGMRES`). Memory and work are
+O(n_lat); no dense Jacobian is formed.
 
 Near a fold (see `ebm.continuation`) the leading eigenvalue $\lambda_1$ of $J$ tends
 to zero like the square root of the distance to the fold, and so does every
@@ -45,8 +46,10 @@ from .._model.model import (
     EnergyBalanceModel,
     has_tridiagonal_jacobian,
 )
+from .._model.parameters import check_params
 from .._model.params import Params
 from .._model.start import initial_profile, resolve_model
+from .._numerics.implicit import ImplicitAdjoint
 from .._numerics.pseudo_transient import PseudoTransientContinuation
 from .._numerics.tridiagonal import (
     ProbedTridiagonal,
@@ -54,16 +57,21 @@ from .._numerics.tridiagonal import (
     TridiagonalPreconditionedGMRES,
     probe_tridiagonal,
 )
-from .._results import RESULTS, nan_unless_successful, with_result_names
+from .._results import (
+    RESULTS,
+    nan_unless_successful,
+    raise_if_failed,
+    with_result_names,
+)
 
 
 # The implicit adjoint for any model; for one whose Jacobian is tridiagonal by
 # construction, the same solve done directly.
-DEFAULT_ADJOINT = optx.ImplicitAdjoint(linear_solver=TridiagonalPreconditionedGMRES())
-_TRIDIAGONAL_ADJOINT = optx.ImplicitAdjoint(linear_solver=ProbedTridiagonal())
+DEFAULT_ADJOINT = ImplicitAdjoint(linear_solver=TridiagonalPreconditionedGMRES())
+_TRIDIAGONAL_ADJOINT = ImplicitAdjoint(linear_solver=ProbedTridiagonal())
 
 
-def default_adjoint(model: EnergyBalanceModel) -> optx.ImplicitAdjoint:
+def default_adjoint(model: EnergyBalanceModel) -> ImplicitAdjoint:
     """The implicit adjoint `equilibrium` uses by default for `model`."""
     # The same solution without compiling GMRES (about half the compile time of
     # the first gradient), which would be skipped at run time anyway.
@@ -181,7 +189,8 @@ def equilibrium(
     - `adjoint`: how to differentiate (default implicit: a direct solve with the
         Jacobian's probed tridiagonal when every term of the model is one of ebm's
         own, whose Jacobians are at most tridiagonal; matrix-free GMRES
-        preconditioned by it for any other term).
+        preconditioned by it for any other term). A linear solve that fails (a
+        singular Jacobian, at a fold) gives NaN derivatives.
     - `max_steps`: root-finder iteration limit (an integer >= 1).
     - `near_fold`: warn (`ebm.NearFoldWarning`) when the leading eigenvalue is
         within this of zero, W m-2 K-1 (default 1e-2: derivatives amplified 200
@@ -203,15 +212,20 @@ def equilibrium(
     - `ValueError`: for an unknown `start`, one of the wrong shape or not finite,
         or `max_steps` not an integer >= 1.
     - `EquinoxRuntimeError` (with `throw=True`): when the solve did not converge
-        to a stable root, or produced non-finite values.
+        to a stable root, or produced non-finite values. (Raised on the host when
+        the call returns; under the caller's own `jit` or `vmap`, by the
+        `eqx.error_if` this threads onto the result.)
     """
     check_count("max_steps", max_steps, 1)
     model = resolve_model(model, grid)
+    params = check_params(params)
     # Checked here, not inside jit, so that a bad start is a ValueError at once.
     T0 = initial_profile(start, params, model.grid)
     if adjoint is DEFAULT_ADJOINT:
         adjoint = default_adjoint(model)
     state = _equilibrium(params, model, T0, solver, adjoint, max_steps, throw)
+    if throw:
+        state = raise_if_failed(state, state.result)
     if near_fold is not None:
         leading_eigenvalue = known_value(state.leading_eigenvalue)
         condition_number = known_value(state.condition_number)
@@ -226,7 +240,6 @@ def equilibrium(
 
 @eqx.filter_jit
 def _equilibrium(params, model, T0, solver, adjoint, max_steps, throw):
-    params = params.check()
     grid = model.grid
     solution = optx.root_find(
         _energy_budget,
@@ -249,8 +262,6 @@ def _equilibrium(params, model, T0, solver, adjoint, max_steps, throw):
     result = RESULTS.where(
         (result == RESULTS.successful) & ~stable, RESULTS.unstable_equilibrium, result
     )
-    if throw:
-        T = result.error_if(T, result != RESULTS.successful)
     outputs = (T, grid.global_mean(T), model.ice_edge(T, params))
     if not throw:
         outputs = nan_unless_successful(result, outputs, params)

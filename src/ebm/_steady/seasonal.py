@@ -25,8 +25,9 @@ $$\frac{\partial T_0^*}{\partial\theta} =
 -\left(\frac{\partial\Phi}{\partial T_0} - I\right)^{-1}
 \frac{\partial\Phi}{\partial\theta},$$
 
-through `optimistix.ImplicitAdjoint` with the same matrix-free GMRES: one linear
-solve, whatever a spin-up would have cost.
+through an implicit adjoint (`optimistix.ImplicitAdjoint`'s, whose failed solve gives
+NaN derivatives instead of raising inside the program) with the same matrix-free
+GMRES: one linear solve, whatever a spin-up would have cost.
 
 **Time stepping.** $\Phi$ takes `steps_per_year` equal steps of a fixed-step
 stepper (default `ebm.Rosenbrock2`: L-stable, second order, no inner iteration) in a
@@ -52,15 +53,17 @@ import lineax as lx
 import optimistix as optx
 from jaxtyping import Array, Float, Int, PyTree
 
-from .._checks import check_count
+from .._checks import check_count, refuse_if
 from .._custom_types import Scalar, Temperature
 from .._model.grid import Grid
 from .._model.model import EnergyBalanceModel
+from .._model.parameters import check_params
 from .._model.params import Params
 from .._model.start import initial_profile, resolve_model
+from .._numerics.implicit import ImplicitAdjoint
 from .._physics.insolation.daily import DailyInsolation
 from .._progress import progress_meter
-from .._results import RESULTS, with_result_names
+from .._results import RESULTS, raise_if_failed, with_result_names
 from .._stepping.checkpoints import resolve_checkpoint, spellings
 from .._stepping.integrate import _fixed_step
 from .._stepping.steppers import resolve_stepper
@@ -106,11 +109,11 @@ def _resolve_year(stepper, checkpoint, steps_per_year):
 
 
 def _check_orbit(T, params: Params) -> Temperature:
-    """Reject traced orbital parameters that `Params` could not check."""
+    """Reject orbital parameters that construction could not check."""
     e, obliquity = params.eccentricity, params.obliquity
     bad = ~((e >= 0) & (e < 1)) | ~((obliquity >= 0) & (obliquity <= 180))
     bad = bad | ~jnp.isfinite(params.long_peri)
-    return eqx.error_if(
+    return refuse_if(
         T,
         bad,
         "`eccentricity` must be in [0, 1), `obliquity` in [0, 180] degrees and "
@@ -369,7 +372,8 @@ def periodic_equilibrium(
         reverse-only schedules cannot serve Newton's forward-mode products).
     - `solver`: the root-finder (default `optimistix.Newton` with GMRES,
         `rtol = atol = 1e-10` K).
-    - `adjoint`: the optimistix adjoint (default `ImplicitAdjoint` with GMRES).
+    - `adjoint`: the optimistix adjoint (default: implicit, with GMRES; a solve
+        that fails gives NaN derivatives).
     - `max_steps`: Newton step limit.
     - `error_tolerance`: the largest estimated time-stepping error allowed in the
         cycle's year, K (`step_error`; `inf` turns the check off). Default: 10 for
@@ -380,8 +384,8 @@ def periodic_equilibrium(
         are not checked unless Newton fails: an inaccurate year is then the likelier
         cause, and its fix the one named.)
     - `throw`: raise when the solve fails (default), else report it in `result`.
-        (A derivative's implicit linear solve raises when it fails either way:
-        optimistix does not return its result code.)
+        (A derivative's implicit linear solve that fails gives NaN derivatives
+        either way.)
     - `progress`: `True` for a progress bar on stderr (Newton steps out of
         `max_steps`: it usually converges in a few, and the bar then closes at
         100%), or any `diffrax.AbstractProgressMeter`, as for `ebm.integrate`.
@@ -403,19 +407,20 @@ def periodic_equilibrium(
         orbital parameters are out of range.
     """
     model = _resolve_model(model, grid)
+    params = check_params(params)
     stepper, checkpoint = _resolve_year(stepper, checkpoint, steps_per_year)
     check_count("spinup_years", spinup_years, 0)
     error_tolerance = resolve_error_tolerance(error_tolerance, stepper)
-    T_start = initial_profile(start, params, model.grid)
+    T_start = _check_orbit(initial_profile(start, params, model.grid), params)
     limit = check_stability(
         stepper, model, params, T_start, 1.0 / steps_per_year, throw, steps_per_year
     )
     if solver is None:
         solver = optx.Newton(rtol=1e-10, atol=1e-10, linear_solver=_krylov(1e-6, 1e-6))
     if adjoint is None:
-        adjoint = optx.ImplicitAdjoint(linear_solver=_krylov(1e-11, 1e-11))
+        adjoint = ImplicitAdjoint(linear_solver=_krylov(1e-11, 1e-11))
     year = _Year(model, stepper, checkpoint, steps_per_year)
-    return _periodic_equilibrium(
+    cycle = _periodic_equilibrium(
         params,
         year,
         T_start,
@@ -425,10 +430,10 @@ def periodic_equilibrium(
         max_steps,
         error_tolerance,
         limit,
-        throw,
         # Each step is a year or more of work: show every one.
         progress_meter(progress, refresh_steps=1),
     )
+    return raise_if_failed(cycle, cycle.result) if throw else cycle
 
 
 @eqx.filter_jit
@@ -442,11 +447,8 @@ def _periodic_equilibrium(
     max_steps,
     error_tolerance,
     limit,
-    throw,
     meter,
 ) -> SeasonalCycle:
-    params = params.check()
-    T_start = _check_orbit(T_start, params)
     unstable = year.unstable(T_start, params, limit)
     T_guess, spinup_error = year.spin(T_start, params, spinup_years)
     if not isinstance(meter, diffrax.NoProgressMeter):
@@ -466,29 +468,15 @@ def _periodic_equilibrium(
     result = fixed_step_result(
         True, jnp.where(failed, spinup_error, 0.0), unstable, error_tolerance, result
     )
-    T0 = solution.value
-    if throw:
-        # Before anything is derived from it, so that no output escapes the check.
-        T0 = result.error_if(T0, result != RESULTS.successful)
-    cycle = _cycle(
+    return _cycle(
         year,
-        T0,
+        solution.value,
         params,
         result,
         solution.stats["num_steps"],
         error_tolerance,
         unstable,
     )
-    if throw:
-        cycle = _raise_unless_converged(cycle)
-    return cycle
-
-
-def _raise_unless_converged(cycle: SeasonalCycle) -> SeasonalCycle:
-    """Thread the failure check onto every array of `cycle` (none escapes it)."""
-    dynamic, static = eqx.partition(cycle, eqx.is_inexact_array)
-    dynamic = cycle.result.error_if(dynamic, ~cycle.converged)
-    return eqx.combine(dynamic, static)
 
 
 def seasonal_spinup(
@@ -538,36 +526,35 @@ def seasonal_spinup(
         range.
     """
     model = _resolve_model(model, grid)
+    params = check_params(params)
     stepper, checkpoint = _resolve_year(stepper, checkpoint, steps_per_year)
     check_count("years", years, 0)
     error_tolerance = resolve_error_tolerance(error_tolerance, stepper)
-    T_start = initial_profile(start, params, model.grid)
+    T_start = _check_orbit(initial_profile(start, params, model.grid), params)
     limit = check_stability(
         stepper, model, params, T_start, 1.0 / steps_per_year, throw, steps_per_year
     )
     year = _Year(model, stepper, checkpoint, steps_per_year)
-    return _seasonal_spinup(
+    cycle = _seasonal_spinup(
         params,
         year,
         T_start,
         years,
         error_tolerance,
         limit,
-        throw,
         # Each step is a year or more of work: show every one.
         progress_meter(progress, refresh_steps=1),
     )
+    return raise_if_failed(cycle, cycle.result) if throw else cycle
 
 
 @eqx.filter_jit
 def _seasonal_spinup(
-    params, year, T_start, years, error_tolerance, limit, throw, meter
+    params, year, T_start, years, error_tolerance, limit, meter
 ) -> SeasonalCycle:
-    params = params.check()
-    T_start = _check_orbit(T_start, params)
     unstable = year.unstable(T_start, params, limit)
     T0, spinup_error = year.spin(T_start, params, years, meter)
-    cycle = _cycle(
+    return _cycle(
         year,
         T0,
         params,
@@ -577,6 +564,3 @@ def _seasonal_spinup(
         unstable,
         spinup_error,
     )
-    if throw:
-        cycle = _raise_unless_converged(cycle)
-    return cycle

@@ -51,16 +51,22 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, Float, Int
 
-from .._checks import check_count, known_value
+from .._checks import check_count, known_value, refuse_if
 from .._constants import SECONDS_PER_YEAR
 from .._custom_types import Scalar, Temperature
 from .._model.grid import Grid
 from .._model.model import EnergyBalanceModel
+from .._model.parameters import check_params
 from .._model.params import Params
 from .._model.start import initial_profile, resolve_model
 from .._numerics.chord import tridiagonal_root_finder
 from .._progress import progress_meter
-from .._results import RESULTS, nan_unless_successful, with_result_names
+from .._results import (
+    RESULTS,
+    nan_unless_successful,
+    raise_if_failed,
+    with_result_names,
+)
 from .checkpoints import resolve_checkpoint, spellings
 from .interpolating import InterpolatingAdjoint
 from .steppers import resolve_stepper
@@ -402,6 +408,7 @@ def integrate(
         measured horizon (see the module docstring), or when the solve fails.
     """
     model = resolve_model(model, grid)
+    params = check_params(params)
     _check_positive("years", years)
     T0 = initial_profile("present" if T0 is None else T0, params, model.grid, "T0")
     adjoint_name = adjoint if isinstance(adjoint, str) else type(adjoint).__name__
@@ -426,14 +433,17 @@ def integrate(
     else:
         # The final state is always needed for the summary fields.
         saveat = eqx.tree_at(lambda s: s.subs.t1, saveat, True)
+    # An array, not a Python float (which filter_jit would make static): runs of any
+    # length within one step budget share a compiled program.
+    years = jnp.asarray(years, dtype=float)
+    if isinstance(adjoint, diffrax.BacksolveAdjoint):
+        T0 = _check_backsolve_horizon(params, model, years, T0)
     # JAX differentiates a jitted call where it is made: this is where a reverse-only
     # adjoint meets forward mode, and where its error can name the fix.
     try:
-        return _integrate(
+        trajectory = _integrate(
             params,
-            # An array, not a Python float (which filter_jit would make static): runs
-            # of any length within one step budget share a compiled program.
-            jnp.asarray(years, dtype=float),
+            years,
             model,
             T0,
             adjoint,
@@ -449,6 +459,26 @@ def integrate(
         if _is_forward_mode_error(error):
             raise ValueError(_FORWARD_MODE_HINT.format(name=adjoint_name)) from error
         raise
+    if throw:
+        trajectory = raise_if_failed(trajectory, trajectory.result)
+    return trajectory
+
+
+_BACKSOLVE_MESSAGE = (
+    "adjoint='backsolve' integrates the model backwards in time, which is "
+    "unstable for diffusion; its gradient is only accurate to 1e-4 for runs "
+    f"shorter than {BACKSOLVE_HORIZON} x C dlat^2 / (4 D) (about 12 days at "
+    "the default 60 cells). Use adjoint='recursive' for longer runs, or "
+    "adjoint='interpolating' for the continuous adjoint without a "
+    "backward state."
+)
+
+
+def _check_backsolve_horizon(params, model, years, T0):
+    """`T0`, once `years` is within backsolve's horizon."""
+    heat_capacity = smallest_heat_capacity(params, model)
+    horizon = BACKSOLVE_HORIZON * fastest_time_scale(params, model.grid, heat_capacity)
+    return refuse_if(T0, years > horizon, _BACKSOLVE_MESSAGE, eqx.EquinoxRuntimeError)
 
 
 @eqx.filter_jit
@@ -466,21 +496,7 @@ def _integrate(
     throw,
     progress_meter,
 ) -> Trajectory:
-    params = params.check()
     grid = model.grid
-    if isinstance(adjoint, diffrax.BacksolveAdjoint):
-        heat_capacity = smallest_heat_capacity(params, model)
-        horizon = BACKSOLVE_HORIZON * fastest_time_scale(params, grid, heat_capacity)
-        T0 = eqx.error_if(
-            T0,
-            years > horizon,
-            "adjoint='backsolve' integrates the model backwards in time, which is "
-            "unstable for diffusion; its gradient is only accurate to 1e-4 for runs "
-            f"shorter than {BACKSOLVE_HORIZON} x C dlat^2 / (4 D) (about 12 days at "
-            "the default 60 cells). Use adjoint='recursive' for longer runs, or "
-            "adjoint='interpolating' for the continuous adjoint without a "
-            "backward state.",
-        )
     solution = diffrax.diffeqsolve(
         model_terms(model, solver),
         solver,
@@ -493,7 +509,9 @@ def _integrate(
         stepsize_controller=stepsize_controller,
         adjoint=adjoint,
         max_steps=max_steps,
-        throw=throw,
+        # The result is returned, and checked by the caller (on the host where it
+        # is known): diffrax's own check would compile to a host callback.
+        throw=False,
         progress_meter=progress_meter,
     )
     ys = solution.ys
@@ -597,6 +615,7 @@ def integrate_fixed(
         `error_tolerance`).
     """
     model = resolve_model(model, grid)
+    params = check_params(params)
     check_count("steps", steps, 1)
     _check_positive("dt", dt)
     T0 = initial_profile("present" if T0 is None else T0, params, model.grid, "T0")
@@ -604,8 +623,15 @@ def integrate_fixed(
     error_tolerance = resolve_error_tolerance(error_tolerance, stepper)
     checkpoint = resolve_checkpoint(checkpoint)
     limit = check_stability(stepper, model, params, T0, dt, throw)
+    if isinstance(dt, jax.core.Tracer):
+        # A known `dt` was checked by `_check_positive`.
+        T0 = refuse_if(
+            T0,
+            jnp.logical_not(jnp.isfinite(dt) & (dt > 0)),
+            "`dt` must be positive and finite (years).",
+        )
     try:
-        return _integrate_fixed(
+        trajectory = _integrate_fixed(
             params,
             jnp.asarray(dt, dtype=float),  # traced: any step shares the program
             steps,
@@ -615,7 +641,6 @@ def integrate_fixed(
             checkpoint,
             error_tolerance,
             limit,
-            throw,
         )
     except TypeError as error:
         if _is_forward_mode_error(error):
@@ -625,19 +650,15 @@ def integrate_fixed(
                 f"use checkpoint={spellings(forward_mode=True)}."
             ) from error
         raise
+    if throw:
+        trajectory = raise_if_failed(trajectory, trajectory.result)
+    return trajectory
 
 
 @eqx.filter_jit
 def _integrate_fixed(
-    params, dt, steps, model, T0, stepper, checkpoint, error_tolerance, limit, throw
+    params, dt, steps, model, T0, stepper, checkpoint, error_tolerance, limit
 ) -> Trajectory:
-    params = params.check()
-    # A `dt` traced by the caller's jit is checked here (a known one already was).
-    T0 = eqx.error_if(
-        T0,
-        jnp.logical_not(jnp.isfinite(dt) & (dt > 0)),
-        "`dt` must be positive and finite (years).",
-    )
     if limit is None:
         limit = stability_limit(stepper, model, params, T0)
     unstable = dt > limit
@@ -647,8 +668,6 @@ def _integrate_fixed(
     T, _, step_error = checkpoint.loop(_fixed_step, carry, args, steps)
     finite = jnp.all(jnp.isfinite(T))
     result = fixed_step_result(finite, step_error, unstable, error_tolerance)
-    if throw:
-        T = result.error_if(T, result != RESULTS.successful)
     return Trajectory(
         T=T,
         lat=model.grid.lat,

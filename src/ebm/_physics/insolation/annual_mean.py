@@ -8,7 +8,7 @@ from ..._custom_types import Flux
 from ..._model.grid import Grid
 from ..._model.parameters import AbstractParams
 from ..base import AbstractInsolation
-from .orbital import ORBIT, annual_mean_insolation
+from .orbital import ORBIT, unchecked_annual_mean_insolation
 from .p2 import S0
 
 
@@ -20,4 +20,4 @@ class AnnualMeanInsolation(AbstractInsolation):
 
     def __call__(self, params: AbstractParams, grid: Grid, t=None) -> Flux:
         del t
-        return annual_mean_insolation(grid.lat, params)
+        return unchecked_annual_mean_insolation(grid.lat, params)

@@ -9,7 +9,7 @@ from ..._custom_types import Flux
 from ..._model.grid import Grid
 from ..._model.parameters import AbstractParams
 from ..base import AbstractInsolation
-from .orbital import ORBIT, daily_insolation
+from .orbital import ORBIT, unchecked_daily_insolation
 from .p2 import S0
 
 
@@ -31,4 +31,4 @@ class DailyInsolation(AbstractInsolation):
                 "Its seasonal cycle is ebm.periodic_equilibrium; ebm.integrate runs "
                 "it in time."
             )
-        return daily_insolation(grid.lat, t * DAYS_PER_YEAR, params)
+        return unchecked_daily_insolation(grid.lat, t * DAYS_PER_YEAR, params)

@@ -228,7 +228,13 @@ def daily_insolation(
     - `ValueError`: for a latitude outside `[-90, 90]` (inside `jit`, an
         `EquinoxRuntimeError` with the same words).
     """
-    lat = _check_latitude(lat)
+    return unchecked_daily_insolation(_check_latitude(lat), day, params)
+
+
+def unchecked_daily_insolation(lat, day, params: AbstractParams) -> Float[Array, "..."]:
+    """`ebm.daily_insolation` at latitudes known to be in range (a grid's cell
+    centres): without the check, which on traced latitudes would add an
+    `eqx.error_if` to the model's every compiled program."""
     longitude = solar_longitude(day, params)
     sin_declination = jnp.sin(jnp.deg2rad(params.obliquity)) * jnp.sin(longitude)
     daylight = _daylight_integral(jnp.deg2rad(jnp.asarray(lat)), sin_declination)
@@ -262,7 +268,15 @@ def annual_mean_insolation(
 
     - `ValueError`: as `ebm.daily_insolation`, for a latitude outside `[-90, 90]`.
     """
-    lat_radians = jnp.deg2rad(_check_latitude(lat))
+    return unchecked_annual_mean_insolation(_check_latitude(lat), params)
+
+
+def unchecked_annual_mean_insolation(
+    lat, params: AbstractParams
+) -> Float[Array, "..."]:
+    """`ebm.annual_mean_insolation` at latitudes known to be in range, as
+    `unchecked_daily_insolation`."""
+    lat_radians = jnp.deg2rad(jnp.asarray(lat))
     sin_obliquity = jnp.sin(jnp.deg2rad(params.obliquity))
     # Polar day and night begin where |sin(obliquity) sin(lambda)| = cos(lat).
     cos_lat = jnp.cos(lat_radians)

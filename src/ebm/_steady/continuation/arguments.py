@@ -2,16 +2,18 @@
 
 Values known when the call is made are checked at once, with a `ValueError` that
 names the argument; values traced under `jit` (`ebm.fold` is traceable) are checked
-against the same conditions inside the compiled walk, by `eqx.error_if`.
+against the same conditions by `eqx.error_if` in the caller's program
+(`check_traced`), so that the walk's own program holds no check.
 """
 
-import equinox as eqx
 import jax
 import jax.numpy as jnp
 import lineax as lx
 import numpy as np
 import optimistix as optx
 
+from ..._checks import refuse_if
+from ..._model.parameters import params_checked
 from ..._model.params import Params
 from ..._model.start import resolve_model
 from ..equilibrium import equilibrium
@@ -81,40 +83,53 @@ def _bounds(origin, stop, bounds):
 
 def setup(params, parameter, stop, bounds, start, grid, model, parameter_scale):
     """Inside `jit`: the model, the problem, the start point `y0`, the direction and
-    the bounds (`bounds` and `parameter_scale` as `walk_arguments` made them), and
-    the result of the starting equilibrium's solve. A failed start does not raise
-    here (its `y0` is NaN, and the walk does not start): the entry points report
-    it as they report the walk's own failures, by `throw`."""
+    the bounds (`bounds` and `parameter_scale` as `walk_arguments` made them, and
+    checked by `check_traced`), and the result of the starting equilibrium's
+    solve. A failed start does not raise here (its `y0` is NaN, and the walk does
+    not start): the entry points report it as they report the walk's own failures,
+    by `throw`."""
     model = resolve_model(model, grid)
     origin = jnp.asarray(getattr(params, parameter), float)
     low, high = bounds
     problem = Problem(
         model, params, parameter, origin, jnp.asarray(parameter_scale, float)
     )
-    start = equilibrium(params, model=model, start=start, throw=False)
+    with params_checked():  # by the entry point, before tracing
+        start = equilibrium(params, model=model, start=start, throw=False)
     y0 = jnp.concatenate([start.T, jnp.zeros(1, start.T.dtype)])
-    # The same check as `_check_range`, for values only known inside jit.
-    y0 = eqx.error_if(
-        y0,
+    direction = jnp.where(stop >= origin, 1.0, -1.0)
+    return model, problem, y0, direction, (low, high), start.result
+
+
+def check_traced(params: Params, parameter: str, stop, bounds, parameter_scale):
+    """`params`, once the checks of `walk_arguments` hold where a value they
+    involve is a tracer (known under eager `grad`: a `ValueError` now; traced
+    under the caller's `jit`: an `eqx.error_if` threaded on); concrete values were
+    checked by `walk_arguments` itself. `stop`, `bounds` and
+    `parameter_scale` are as `walk_arguments` returns them."""
+    involved = (params, stop, bounds, parameter_scale)
+    if not any(isinstance(x, jax.core.Tracer) for x in jax.tree.leaves(involved)):
+        return params
+    origin = jnp.asarray(getattr(params, parameter), float)
+    low, high = bounds
+    params = refuse_if(
+        params,
         ~with_parameter(params, parameter, low).in_range()
         | ~with_parameter(params, parameter, high).in_range(),
         f"Continuation in {parameter}: `stop` and `bounds` must stay where "
         f"`{parameter}` is {params.allowed_range(parameter)}.",
     )
-    # The same checks as `_check_bounds`, for values only known inside jit.
-    y0 = eqx.error_if(
-        y0,
+    return refuse_if(
+        params,
         ~jnp.isfinite(stop)
         | (stop == origin)
         | ~(low < high)
         | (origin < low)
         | (origin > high)
-        | ~(problem.scale > 0),
+        | ~(parameter_scale > 0),
         f"Continuation in {parameter}: `stop` must be finite and differ from the "
         "start, `bounds` must contain the start, and `parameter_scale` must be > 0.",
     )
-    direction = jnp.where(stop >= origin, 1.0, -1.0)
-    return model, problem, y0, direction, (low, high), start.result
 
 
 def _check_bounds(origin, stop, bounds, parameter_scale) -> None:

@@ -18,11 +18,18 @@ import optimistix as optx
 
 from ..._model.grid import Grid
 from ..._model.model import EnergyBalanceModel
+from ..._model.parameters import check_params
 from ..._model.params import Params
 from ..._model.start import resolve_model
 from ..._progress import progress_meter
-from ..._results import RESULTS, nan_unless_successful
-from .arguments import DEFAULT_CORRECTOR, DEFAULT_FOLD_SOLVER, setup, walk_arguments
+from ..._results import RESULTS, nan_unless_successful, raise_if_failed
+from .arguments import (
+    DEFAULT_CORRECTOR,
+    DEFAULT_FOLD_SOLVER,
+    check_traced,
+    setup,
+    walk_arguments,
+)
 from .extended import fold_guess, refine_fold, refine_from_walk
 from .problem import Problem, with_parameter
 from .results import Branch, Fold
@@ -40,7 +47,6 @@ def _raise(message: str) -> NoReturn:
 def _continuation_walk(
     params, parameter, stop, bounds, start, grid, model, scale, s, meter
 ):
-    params = params.check()
     _, problem, y0, direction, bounds, start_result = setup(
         params, parameter, stop, bounds, start, grid, model, scale
     )
@@ -147,9 +153,11 @@ def continuation(
         corrector_steps,
         max_points,
     )
+    params = check_params(params)
     stop, bounds, parameter_scale = walk_arguments(
         params, parameter, stop, None, bounds, parameter_scale
     )
+    params = check_traced(params, parameter, stop, bounds, parameter_scale)
     problem, walk, result = _continuation_walk(
         params,
         parameter,
@@ -315,10 +323,13 @@ def fold(
         corrector_steps,
         max_points,
     )
+    params = check_params(params)
     stop, bounds, parameter_scale = walk_arguments(
         params, parameter, stop, guess, bounds, parameter_scale
     )
-    return _fold(
+    if guess is None:
+        params = check_traced(params, parameter, stop, bounds, parameter_scale)
+    refined = _fold(
         params,
         parameter,
         stop,
@@ -334,6 +345,7 @@ def fold(
         throw,
         progress_meter(progress),
     )
+    return raise_if_failed(refined, refined.result) if throw else refined
 
 
 @eqx.filter_jit
@@ -353,7 +365,6 @@ def _fold(
     throw,
     meter,
 ) -> Fold:
-    params = params.check()
     if guess is None:
         frozen = jax.lax.stop_gradient(params)
         model, problem, y0, direction, bounds, start_result = setup(
@@ -382,7 +393,7 @@ def _fold(
         model, params, parameter, T, v, value, side, fold_solver, fold_steps
     )
     result = RESULTS.where(walked == RESULTS.successful, refined.result, walked)
-    if throw:
-        refined = result.error_if(refined, result != RESULTS.successful)
     refined = eqx.tree_at(lambda f: f.result, refined, result)
+    if throw:
+        return refined
     return nan_unless_successful(result, refined, params)

@@ -10,9 +10,9 @@ $$F(T; \lambda) = 0, \qquad J(T; \lambda)\,v = 0, \qquad \tfrac{1}{n}v\cdot v = 
 $2n + 1$ equations for $(T, v, \lambda)$, whose Jacobian is regular at a generic fold,
 refines it. So the fold's parameter value $\lambda^*(\theta)$ is a smooth function of
 every other parameter $\theta$, differentiated by the implicit function theorem
-through the same system (`optimistix.ImplicitAdjoint`). The energy budget and
-$J v$ are scaled by `row_scale` (K per W m-2), so that one tolerance in kelvin
-serves every grid.
+through the same system (`optimistix.ImplicitAdjoint`'s method; see
+`ebm._numerics.implicit`). The energy budget and $J v$ are scaled by `row_scale`
+(K per W m-2), so that one tolerance in kelvin serves every grid.
 """
 
 import equinox as eqx
@@ -23,6 +23,7 @@ import optimistix as optx
 
 from ..._model.model import EnergyBalanceModel
 from ..._model.params import Params
+from ..._numerics.implicit import ImplicitAdjoint
 from ..._results import RESULTS, nan_unless_successful
 from .problem import Problem, row_scale, with_parameter
 from .results import Fold
@@ -115,7 +116,7 @@ def refine_fold(
         z0,
         (model, params, parameter, scale),
         max_steps=max_steps,
-        adjoint=optx.ImplicitAdjoint(linear_solver=lx.LU()),
+        adjoint=ImplicitAdjoint(linear_solver=lx.LU()),
         throw=False,
     )
     z = solution.value
