@@ -1,3 +1,6 @@
+import os
+import pathlib
+
 import jax
 
 
@@ -7,9 +10,27 @@ jax.config.update("jax_numpy_rank_promotion", "raise")
 
 
 import gc  # noqa: E402
-import pathlib  # noqa: E402
 
 import pytest  # noqa: E402
+
+from ebm._edges import cache  # noqa: E402
+
+
+# JAX's persistent compilation cache, shared by the workers of a run and by the
+# processes its tests start (the command line, the examples), and kept between runs
+# in pytest's cache folder (`python -m pytest --cache-clear` empties it). Set
+# EBM_COMPILATION_CACHE=off to compile everything afresh.
+COMPILATION_CACHE = (
+    pathlib.Path(__file__).resolve().parent.parent
+    / ".pytest_cache"
+    / "d"
+    / "ebm-compilation-cache"
+)
+os.environ.setdefault(cache.ENVIRONMENT_VARIABLE, os.fspath(COMPILATION_CACHE))
+if os.environ[cache.ENVIRONMENT_VARIABLE].lower() != "off":
+    # Before JAX starts its backend, which reads XLA_FLAGS once.
+    cache.faster_compilation_flags()
+    cache.enable_compilation_cache()
 
 
 _MAPS = pathlib.Path("/proc/self/maps")

@@ -61,7 +61,8 @@ def test_bad_choice_is_a_usage_error(capsys):
     assert "invalid choice" in err and _one_line(err)
 
 
-SUBCOMMANDS = [
+# The subcommands that solve the model (each takes the model's flags), and all.
+MODEL_SUBCOMMANDS = [
     "equilibrium",
     "run",
     "fit",
@@ -70,6 +71,7 @@ SUBCOMMANDS = [
     "seasonal",
     "memory",
 ]
+SUBCOMMANDS = [*MODEL_SUBCOMMANDS, "cache"]
 
 
 @pytest.mark.parametrize("command", SUBCOMMANDS)
@@ -78,7 +80,11 @@ def test_every_subcommand_has_help(capsys, command):
         main([command, "--help"])
     assert info.value.code == 0
     out = capsys.readouterr().out
-    assert "--json" in out and "--netcdf" in out and "--D X" in out
+    assert "--json" in out
+    if command in MODEL_SUBCOMMANDS:
+        assert "--netcdf" in out and "--D X" in out
+    else:
+        assert "--clear" in out
 
 
 def test_the_subcommands_are_the_modules_listed_once():
@@ -381,7 +387,7 @@ def _choices(command, option):
     return action
 
 
-@pytest.mark.parametrize("command", SUBCOMMANDS)
+@pytest.mark.parametrize("command", MODEL_SUBCOMMANDS)
 def test_help_lists_the_terms_and_their_parameters(capsys, command):
     from ebm._physics.catalogue import selectable
 

@@ -3,7 +3,8 @@
 Importing `ebm` turns on JAX's float64 mode (`jax_enable_x64`): equilibria are
 converged to 1e-9 W m-2 and gradients are checked to 1e-6, which float32 cannot
 resolve. Set `jax.config.update("jax_enable_x64", False)` after import to opt out,
-at your own risk.
+at your own risk. It changes no other JAX setting, unless `EBM_COMPILATION_CACHE`
+asks it to keep compiled programs on disk (see `ebm.enable_compilation_cache`).
 """
 
 # The imports follow the float64 switch, which must come first.
@@ -43,6 +44,12 @@ from ._analysis.priors import (
     LogNormal as LogNormal,
     Normal as Normal,
     Uniform as Uniform,
+)
+from ._edges import cache as _cache
+from ._edges.cache import (
+    CompilationCacheWarning as CompilationCacheWarning,
+    clear_compilation_cache as clear_compilation_cache,
+    enable_compilation_cache as enable_compilation_cache,
 )
 from ._edges.io import (
     load as load,
@@ -163,6 +170,10 @@ from ._stepping.steppers import (
     Rosenbrock2 as Rosenbrock2,
 )
 
+
+# JAX's persistent compilation cache, where the environment asks for it
+# (`EBM_COMPILATION_CACHE`); otherwise importing ebm leaves JAX's configuration be.
+_cache.enable_from_environment()
 
 try:
     __version__ = importlib.metadata.version("ebm-jax")

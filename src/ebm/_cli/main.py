@@ -11,6 +11,7 @@
 - `ebm hysteresis`: the branch of equilibria in a parameter, with its folds.
 - `ebm seasonal`: the seasonal cycle (periodic steady state); Hovmoller plot.
 - `ebm memory`: memory and time of reverse mode under each checkpoint schedule.
+- `ebm cache`: where the compiled programs are kept; `--clear` removes them.
 
 Every subcommand takes `--json` (print JSON instead of text), `--plot FILE` /
 `--no-plot`, `--netcdf FILE` (the result as CF netCDF, see `ebm.save`), the model's
@@ -21,9 +22,11 @@ on stderr and exit with status 2; a solve that fails prints one line (after the
 compile notice, if there was one) and exits with status 1. The long jobs (`run`,
 `fit`, `hysteresis`, `seasonal`) show a progress bar on stderr, so that stdout keeps
 the report alone, unless `--json` (then `--progress` asks for it) or `--no-progress`.
-A subcommand whose first compilation lasts more than a second says so on stderr
-(JAX compiles each program the first time it meets a grid and settings, 10-30 s for
-some on 2 cores).
+JAX compiles each program the first time it meets a grid and settings; the
+command keeps what it compiles in JAX's persistent compilation cache (see
+`ebm.enable_compilation_cache`; `EBM_COMPILATION_CACHE=off` turns it off), so that
+the next call, in a new process, reads it instead. A subcommand that compiles for
+more than a second without a break says so on stderr.
 
 Each subcommand is one module of this package (`equilibrium.py`, `run.py`, ...), listed
 once in `COMMANDS`; `common.py` holds what they share. The names their options take
@@ -38,13 +41,31 @@ import sys
 import threading
 import time
 
-from . import equilibrium, fit, hysteresis, memory, run, seasonal, sensitivity
+from . import (
+    cache,
+    equilibrium,
+    fit,
+    hysteresis,
+    memory,
+    run,
+    seasonal,
+    sensitivity,
+)
 from .common import check_outputs, print_fields, print_report
 
 
 COMMANDS = {
     command.NAME: command
-    for command in (equilibrium, run, fit, sensitivity, hysteresis, seasonal, memory)
+    for command in (
+        equilibrium,
+        run,
+        fit,
+        sensitivity,
+        hysteresis,
+        seasonal,
+        memory,
+        cache,
+    )
 }
 """The subcommands by name, in the order `ebm --help` lists them. A subcommand is a
 module with `NAME`, `add_parser(subparsers)` and `run(arguments) -> dict` (the
@@ -100,9 +121,9 @@ class _CompileNotice:
             since = now if since is None else since
             if now - since >= self.delay:
                 sys.stderr.write(
-                    f"ebm {self.command}: compiling (once per process: JAX compiles "
-                    "each program on first use for a grid and settings; 10-30 s for "
-                    "some on 2 cores)...\n"
+                    f"ebm {self.command}: compiling (JAX compiles each program once "
+                    "for a grid and settings, and the compilation cache keeps it for "
+                    "the next call)...\n"
                 )
                 sys.stderr.flush()
                 self.said = True
@@ -128,6 +149,26 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _use_compilation_cache() -> None:
+    """The persistent compilation cache and the faster compiler flag, in this
+    process that the command owns, before JAX starts its backend; neither where
+    `EBM_COMPILATION_CACHE=off`."""
+    import os
+
+    from .._edges.cache import (
+        ENVIRONMENT_VARIABLE,
+        enable_compilation_cache,
+        faster_compilation_flags,
+    )
+
+    if os.environ.get(ENVIRONMENT_VARIABLE, "").lower() == "off":
+        return
+    faster_compilation_flags()
+    # A cache that cannot be used warns once (`ebm.CompilationCacheWarning`), and
+    # the command compiles as usual.
+    enable_compilation_cache()
+
+
 def main(argv=None) -> int:
     """Entry point of the `ebm` command; returns the exit status."""
     import equinox as eqx
@@ -137,6 +178,7 @@ def main(argv=None) -> int:
     parser = _parser()
     arguments = parser.parse_args(argv)
     command = COMMANDS[arguments.command]
+    _use_compilation_cache()
     import matplotlib
 
     matplotlib.use("Agg")  # the command writes its figures to files, no window
