@@ -1,3 +1,5 @@
+import functools
+
 import diffrax
 import equinox as eqx
 import jax
@@ -16,6 +18,13 @@ from helpers import assert_compiles_once, assert_gradient_matches_fd, tree_allcl
 
 NAMES = ebm.Params.field_names()
 YEARS = 2.0
+# One coarse grid for the whole file: the resolution is not what these check (the
+# test of runs from a steady state takes its own grids), and each step of a
+# gradient's backward pass costs as the grid does.
+GRID = ebm.Grid(18)
+integrate = functools.partial(ebm.integrate, grid=GRID)
+integrate_fixed = functools.partial(ebm.integrate_fixed, grid=GRID)
+equilibrium = functools.partial(ebm.equilibrium, grid=GRID)
 
 
 @pytest.fixture(scope="module")
@@ -25,7 +34,7 @@ def params():
 
 def _final_mean(adjoint, years=YEARS):
     def fn(params):
-        return ebm.integrate(params, years=years, adjoint=adjoint).global_mean
+        return integrate(params, years=years, adjoint=adjoint).global_mean
 
     return fn
 
@@ -45,7 +54,7 @@ def test_reverse_mode_matches_finite_differences(params, adjoint):
 
 
 def test_backsolve_within_its_horizon_matches_finite_differences(params):
-    years = 0.5 * BACKSOLVE_HORIZON * float(fastest_time_scale(params, ebm.Grid()))
+    years = 0.5 * BACKSOLVE_HORIZON * float(fastest_time_scale(params, GRID))
     gradient = jax.grad(_final_mean("backsolve", years))(params)
     reference = jax.grad(_final_mean("recursive", years))(params)
     # The horizon's criterion: within 1e-4 of the reference, relative to its size.
@@ -103,61 +112,61 @@ def test_forward_mode_under_reverse_only_adjoint_names_the_fix(params, adjoint):
 
 def test_trajectory_is_saved_and_relaxes_to_equilibrium(params):
     ts = jnp.linspace(0.0, 30.0, 7)
-    run = ebm.integrate(params, years=30.0, saveat=diffrax.SaveAt(ts=ts))
-    assert run.Ts.shape == (7, 60)
+    run = integrate(params, years=30.0, saveat=diffrax.SaveAt(ts=ts))
+    assert run.Ts.shape == (7, GRID.n_lat)
     np.testing.assert_allclose(run.ts, ts)
-    np.testing.assert_allclose(run.Ts[0], ebm.present_day_profile(ebm.Grid()))
+    np.testing.assert_allclose(run.Ts[0], ebm.present_day_profile(GRID))
     np.testing.assert_allclose(run.Ts[-1], run.T)
-    distance = jnp.max(jnp.abs(run.Ts - ebm.equilibrium(params).T[None, :]), axis=1)
+    distance = jnp.max(jnp.abs(run.Ts - equilibrium(params).T[None, :]), axis=1)
     assert bool(jnp.all(jnp.diff(distance[2:]) < 0))
     assert float(run.global_mean) == pytest.approx(
-        float(run.Ts[-1] @ ebm.Grid().area_weights)
+        float(run.Ts[-1] @ GRID.area_weights)
     )
 
 
 def test_failed_integration_is_reported(params):
     # (max_steps=20 as in the test of unfinished runs below, which shares the program)
-    run = ebm.integrate(params, years=10.0, max_steps=20, throw=False)
+    run = integrate(params, years=10.0, max_steps=20, throw=False)
     assert run.result != ebm.RESULTS.successful
     with pytest.raises(Exception, match="maximum number of solver steps"):
-        ebm.integrate(params, years=10.0, max_steps=20)
+        integrate(params, years=10.0, max_steps=20)
 
 
 def test_gradient_from_a_steady_state_matches_finite_differences(params):
     # From equilibrium the state hardly moves and the controller would take steps of
     # years, but the tangent relaxes on C / B: the default cap on the step keeps the
     # gradient accurate.
-    start = ebm.equilibrium(params).T
+    start = equilibrium(params).T
     forced = eqx.tree_at(lambda p: p.forcing, params, jnp.asarray(2.0))
 
     def fn(params):
-        return ebm.integrate(params, years=2.0, T0=start).global_mean
+        return integrate(params, years=2.0, T0=start).global_mean
 
     gradient = jax.grad(fn)(forced)
     assert_gradient_matches_fd(fn, forced, gradient, ("D", "B", "forcing"), rtol=1e-8)
 
 
 def test_progress_meter_is_off_by_default_and_on_when_asked(params, capfd):
-    ebm.integrate(params, years=0.1)
+    integrate(params, years=0.1)
     output = capfd.readouterr()
     assert "%" not in output.out and "%" not in output.err
     # A bar on stderr, so that `ebm run > out.txt` keeps the report alone.
-    ebm.integrate(params, years=0.1, progress=True)
+    integrate(params, years=0.1, progress=True)
     output = capfd.readouterr()
     assert "%" not in output.out
     assert "100.00%|" in output.err
     # A meter of the user's own is used as given.
-    ebm.integrate(params, years=0.1, progress=diffrax.TextProgressMeter())
+    integrate(params, years=0.1, progress=diffrax.TextProgressMeter())
     assert "100.00%" in capfd.readouterr().out
     with pytest.raises(ValueError, match="`progress` must be True, False or a"):
-        ebm.integrate(params, years=0.1, progress="yes")
+        integrate(params, years=0.1, progress="yes")
 
 
 def test_long_runs_get_enough_steps_for_the_step_cap(params):
     # 1500 years of steps capped at C / (10 B) is about 23,000 steps, past the
     # 16384 that used to be the default limit.
-    start = ebm.equilibrium(params).T
-    run = ebm.integrate(params, years=1500.0, T0=start)
+    start = equilibrium(params).T
+    run = integrate(params, years=1500.0, T0=start)
     assert int(run.num_steps) > 16384
     assert float(jnp.max(jnp.abs(run.T - start))) < 1e-6
 
@@ -168,8 +177,8 @@ def test_a_run_from_a_steady_state_takes_the_capped_steps_only(params, n_lat):
     # corrections are rounding; taken for divergence, they had most steps at the
     # cap rejected (ten times the steps on coarse grids, past the default budget).
     grid = ebm.Grid(n_lat)
-    start = ebm.equilibrium(params, grid=grid).T
-    run = ebm.integrate(params, grid=grid, years=100.0, T0=start, max_steps=2**17)
+    start = equilibrium(params, grid=grid).T
+    run = integrate(params, grid=grid, years=100.0, T0=start, max_steps=2**17)
     needed = needed_steps(params, 100.0, ebm.EnergyBalanceModel(grid=grid))
     assert int(run.num_steps) <= needed + 2
 
@@ -185,12 +194,12 @@ def test_other_solvers_agree_and_their_gradients_match_finite_differences(
     reach Kvaerno5's state, and their reverse- and forward-mode derivatives match
     finite differences."""
     years = 0.2
-    reference = ebm.integrate(params, years=years)
-    run = ebm.integrate(params, years=years, solver=solver)
+    reference = integrate(params, years=years)
+    run = integrate(params, years=years, solver=solver)
     np.testing.assert_allclose(run.T, reference.T, rtol=0, atol=1e-6)
 
     def fn(params, adjoint="recursive"):
-        return ebm.integrate(
+        return integrate(
             params, years=years, solver=solver, adjoint=adjoint
         ).global_mean
 
@@ -204,7 +213,7 @@ def test_other_solvers_agree_and_their_gradients_match_finite_differences(
     assert_gradient_matches_fd(
         fn, params, gradient, names, rtol=1e-5, atol=1e-9, relative_step=1e-4
     )
-    reference_gradient = jax.grad(lambda p: ebm.integrate(p, years=years).global_mean)(
+    reference_gradient = jax.grad(lambda p: integrate(p, years=years).global_mean)(
         params
     )
     for name in NAMES:
@@ -231,7 +240,7 @@ def test_model_split_adds_up_to_the_tendency(params):
         atol=1e-12,
     )
     with pytest.raises(ValueError, match="`solver` must be one of"):
-        ebm.integrate(params, years=1.0, solver="euler")
+        integrate(params, years=1.0, solver="euler")
 
 
 # Long runs: the step budget follows from the run's length, forward and reverse.
@@ -239,7 +248,7 @@ def test_model_split_adds_up_to_the_tendency(params):
 
 def _run_mean(years, adjoint="recursive"):
     def fn(params):
-        return ebm.integrate(params, years=years, adjoint=adjoint).global_mean
+        return integrate(params, years=years, adjoint=adjoint).global_mean
 
     return fn
 
@@ -249,7 +258,7 @@ def _assert_long_run_gradient(params, years, adjoint="recursive"):
     gradient = jax.grad(fn)(params)
     # Past many relaxation times the run has forgotten its start: its gradient is
     # the equilibrium's, which the implicit function theorem gives independently.
-    implicit = jax.grad(lambda p: ebm.equilibrium(p).global_mean)(params)
+    implicit = jax.grad(lambda p: equilibrium(p).global_mean)(params)
     for name in NAMES:
         np.testing.assert_allclose(
             getattr(gradient, name), getattr(implicit, name), rtol=1e-6, atol=1e-9
@@ -277,15 +286,15 @@ def test_long_run_gradient_under_jit_needs_no_max_steps(params):
     # 1200 years are about 18,000 capped steps, past the 16,384 that used to be the
     # budget there.
     gradient = jax.jit(jax.grad(_run_mean(1200.0)))(params)
-    implicit = jax.grad(lambda p: ebm.equilibrium(p).global_mean)(params)
+    implicit = jax.grad(lambda p: equilibrium(p).global_mean)(params)
     assert tree_allclose(gradient, implicit, rtol=1e-6, atol=1e-9)
 
 
 def test_run_too_long_for_the_default_budget_is_refused_with_an_estimate():
     with pytest.raises(ValueError, match=r"`years` = 2 needs about 3\.0\d?e\+08 steps"):
-        ebm.integrate(ebm.Params(water_depth=1e-6), years=2.0)
+        integrate(ebm.Params(water_depth=1e-6), years=2.0)
     with pytest.raises(ValueError, match="hours"):
-        ebm.integrate(ebm.Params(), years=1e6)
+        integrate(ebm.Params(), years=1e6)
 
 
 @pytest.mark.parametrize(
@@ -294,21 +303,21 @@ def test_run_too_long_for_the_default_budget_is_refused_with_an_estimate():
 )
 def test_bad_step_settings_are_refused_before_the_run(params, keyword, value):
     with pytest.raises(ValueError, match=f"`{keyword}` must be"):
-        ebm.integrate(params, years=1.0, **{keyword: value})
+        integrate(params, years=1.0, **{keyword: value})
 
 
 def test_unfinished_run_gives_nan_and_nan_gradients(params):
-    run = ebm.integrate(params, years=2.0, max_steps=20, throw=False)
+    run = integrate(params, years=2.0, max_steps=20, throw=False)
     assert run.result != ebm.RESULTS.successful
     assert np.all(np.isnan(run.T)) and np.isnan(run.global_mean)
     assert np.isnan(run.ice_edge)
     gradient = jax.grad(
-        lambda p: ebm.integrate(p, years=2.0, max_steps=20, throw=False).global_mean
+        lambda p: integrate(p, years=2.0, max_steps=20, throw=False).global_mean
     )(params)
     assert all(np.isnan(getattr(gradient, name)) for name in NAMES)
     # A run that finishes within its steps (17 of the 20) keeps its gradient.
     finished = jax.grad(
-        lambda p: ebm.integrate(p, years=0.05, max_steps=20, throw=False).global_mean
+        lambda p: integrate(p, years=0.05, max_steps=20, throw=False).global_mean
     )(params)
     assert all(np.isfinite(getattr(finished, name)) for name in NAMES)
 
@@ -322,14 +331,14 @@ def test_fixed_step_above_the_stability_limit_is_refused(params, dt, steps):
     # IMEX Euler's radiation is explicit: these gave 28.37 degC and 1.06e16 degC
     # (the equilibrium is 14.86) without a word.
     with pytest.raises(ValueError, match=rf"`dt` = {dt:g} years.*limit.*years"):
-        ebm.integrate_fixed(params, dt=dt, steps=steps)
-    run = ebm.integrate_fixed(params, dt=dt, steps=steps, throw=False)
+        integrate_fixed(params, dt=dt, steps=steps)
+    run = integrate_fixed(params, dt=dt, steps=steps, throw=False)
     assert run.result == ebm.RESULTS.unstable_step
 
     # Under the user's jit the limit is traced: the run's own check raises.
     @jax.jit
     def final_mean(params):
-        return ebm.integrate_fixed(params, dt=dt, steps=steps).global_mean
+        return integrate_fixed(params, dt=dt, steps=steps).global_mean
 
     with pytest.raises(Exception, match="stability limit"):
         final_mean(params).block_until_ready()
@@ -339,13 +348,13 @@ def test_fixed_step_within_its_limit_but_inaccurate_is_refused(params):
     # A year a step is stable for IMEX Euler here (the limit is 1.7 years), but
     # the first years' steps are far from the solution.
     with pytest.raises(Exception, match="error_tolerance"):
-        ebm.integrate_fixed(params, dt=1.0, steps=10).T.block_until_ready()
-    run = ebm.integrate_fixed(params, dt=1.0, steps=10, throw=False)
+        integrate_fixed(params, dt=1.0, steps=10).T.block_until_ready()
+    run = integrate_fixed(params, dt=1.0, steps=10, throw=False)
     assert run.result == ebm.RESULTS.inaccurate_step
-    fine = ebm.integrate_fixed(params, dt=1.0 / 73, steps=730, stepper="imex")
+    fine = integrate_fixed(params, dt=1.0 / 73, steps=730, stepper="imex")
     assert fine.result == ebm.RESULTS.successful
     assert float(fine.global_mean) == pytest.approx(
-        float(ebm.equilibrium(params).global_mean), abs=0.05
+        float(equilibrium(params).global_mean), abs=0.05
     )
 
 
@@ -361,7 +370,7 @@ def test_a_stepper_must_return_its_error_estimate(params):
             return jnp.inf
 
     with pytest.raises(TypeError, match="must return a pair"):
-        ebm.integrate_fixed(params, dt=0.001, steps=2, stepper=BareEuler())
+        integrate_fixed(params, dt=0.001, steps=2, stepper=BareEuler())
 
 
 _VALUES = (ebm.Params(), ebm.Params(D=0.5, water_depth=40.0), ebm.Params(B=2.1))
@@ -374,7 +383,7 @@ def test_integrate_and_its_gradient_compile_once(adjoint):
     derivative = jax.grad if adjoint == "recursive" else jax.jacfwd
 
     def run(p):
-        return ebm.integrate(p, years=2.0, adjoint=adjoint).global_mean
+        return integrate(p, years=2.0, adjoint=adjoint).global_mean
 
     assert_compiles_once(run, *_VALUES)
     assert_compiles_once(derivative(run), *_VALUES)
@@ -382,7 +391,7 @@ def test_integrate_and_its_gradient_compile_once(adjoint):
 
 def test_integrate_fixed_and_its_gradient_compile_once():
     def run(p):
-        return ebm.integrate_fixed(p, dt=0.05, steps=40).global_mean
+        return integrate_fixed(p, dt=0.05, steps=40).global_mean
 
     assert_compiles_once(run, *_VALUES)
     assert_compiles_once(jax.grad(run), *_VALUES)
@@ -392,10 +401,10 @@ def test_runs_of_other_lengths_and_steps_share_the_compiled_program(params):
     """The run's length (within one step budget) and a fixed step are traced, not
     static: a sweep over them compiles once."""
     assert_compiles_once(
-        lambda years: ebm.integrate(params, years=years).global_mean, 2.0, 0.5, 7.0
+        lambda years: integrate(params, years=years).global_mean, 2.0, 0.5, 7.0
     )
     assert_compiles_once(
-        lambda dt: ebm.integrate_fixed(params, dt=dt, steps=40).global_mean,
+        lambda dt: integrate_fixed(params, dt=dt, steps=40).global_mean,
         0.05,
         0.02,
         0.1,
