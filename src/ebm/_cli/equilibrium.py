@@ -43,12 +43,11 @@ def run(arguments) -> dict:
     limits = common.limits(arguments)
 
     def global_mean(params):
-        return equilibrium(
-            params, model=model, start=arguments.start, **limits
-        ).global_mean
+        state = equilibrium(params, model=model, start=arguments.start, **limits)
+        return state.global_mean, state
 
-    state = equilibrium(params, model=model, start=arguments.start, **limits)
-    gradient = jax.grad(global_mean)(params)
+    # The state and its gradient from one solve (and one program to trace).
+    (_, state), gradient = jax.value_and_grad(global_mean, has_aux=True)(params)
     report = {
         "n_lat": model.grid.n_lat,
         "start": arguments.start,

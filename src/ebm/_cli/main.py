@@ -37,6 +37,7 @@ again here.
 
 import argparse
 import json
+import os
 import sys
 import threading
 import time
@@ -179,9 +180,9 @@ def main(argv=None) -> int:
     arguments = parser.parse_args(argv)
     command = COMMANDS[arguments.command]
     _use_compilation_cache()
-    import matplotlib
-
-    matplotlib.use("Agg")  # the command writes its figures to files, no window
+    # The command writes its figures to files, no window: Agg, set for matplotlib
+    # to read when (and only if) a figure is drawn.
+    os.environ["MPLBACKEND"] = "Agg"
     try:
         check_outputs(arguments)
         with _CompileNotice(arguments.command):

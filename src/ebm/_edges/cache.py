@@ -11,13 +11,14 @@ programs can be kept.
 
 `enable_compilation_cache` switches it on for this process. `import ebm` does only
 when the environment asks for it (`EBM_COMPILATION_CACHE` set to a directory, or to
-`on` for the default one); the `ebm` command does unless `EBM_COMPILATION_CACHE=off`. The cache lives in
-one directory per JAX and jaxlib version (`default_cache_dir`), and is written in a
-way that a failure cannot spoil: each entry is written to a temporary file and
-renamed into place, with its length and checksum, so an entry cut short (a full
-disk, a killed process) is detected when read, removed, and compiled again. A cache
-that cannot be written (read-only, full) is read, and warns once
-(`CompilationCacheWarning`); nothing about it fails or slows a run.
+`on` for the default one); the `ebm` command does unless
+`EBM_COMPILATION_CACHE=off`. The cache lives in one directory per JAX and jaxlib
+version (`default_cache_dir`), and is written in a way that a failure cannot spoil:
+each entry is written to a temporary file and renamed into place, with its length
+and checksum, so an entry cut short (a full disk, a killed process) is detected when
+read, removed, and compiled again. A cache that cannot be written (read-only, full)
+is read, and warns once (`CompilationCacheWarning`); nothing about it fails or slows
+a run.
 
 The cache is trusted: a program read from it is run. Keep it in a directory only
 you can write (JAX's own warning applies: sharing a cache directory is allowing
@@ -175,7 +176,7 @@ _enabled: pathlib.Path | None = None
 
 
 def enable_compilation_cache(
-    path=None, *, min_compile_time: float = 0.1
+    path=None, *, min_compile_time: float = 0.0
 ) -> pathlib.Path | None:
     """Keep this process's compiled programs on disk, and read those of earlier
     processes, through JAX's persistent compilation cache.
@@ -189,8 +190,9 @@ def enable_compilation_cache(
     - `path`: the cache directory (default `default_cache_dir()`: the user's cache
         directory, one subdirectory per JAX and jaxlib version).
     - `min_compile_time`: programs that compile faster than this, seconds, are
-        not kept (JAX's default is 1 s; most of ebm's programs take 0.1 to 5 s on 2
-        cores, and reading one back costs milliseconds).
+        not kept (default 0: all; JAX's own default is 1 s, but ebm's entry points
+        also compile small programs, tens of milliseconds each, that read back in
+        a few).
 
     **Returns:**
 

@@ -14,6 +14,8 @@ area-weighted sums of a conservative flux divergence vanish to rounding error. T
 outermost bounds are the poles, where $\cos\phi = 0$: no heat flows through them.
 """
 
+import functools
+
 import equinox as eqx
 import jax.numpy as jnp
 import numpy as np
@@ -53,43 +55,65 @@ class Grid(eqx.Module):
     @property
     def lat_bounds_radians(self) -> EdgeValues:
         """Cell bounds, radians, from -pi/2 to pi/2."""
-        return jnp.linspace(-np.pi / 2, np.pi / 2, self.n_lat + 1)
+        return jnp.asarray(geometry(self.n_lat)["lat_bounds_radians"])
 
     @property
     def lat_radians(self) -> Float[Array, " lat"]:
         """Cell centres, radians."""
-        bounds = self.lat_bounds_radians
-        return 0.5 * (bounds[1:] + bounds[:-1])
+        return jnp.asarray(geometry(self.n_lat)["lat_radians"])
 
     @property
     def lat(self) -> Float[Array, " lat"]:
         """Cell centres, degrees north."""
-        return jnp.rad2deg(self.lat_radians)
+        return jnp.asarray(geometry(self.n_lat)["lat"])
 
     @property
     def lat_bounds(self) -> EdgeValues:
         """Cell bounds, degrees north."""
-        return jnp.rad2deg(self.lat_bounds_radians)
+        return jnp.asarray(geometry(self.n_lat)["lat_bounds"])
 
     @property
     def sin_lat(self) -> Float[Array, " lat"]:
         """Sine of latitude at cell centres."""
-        return jnp.sin(self.lat_radians)
+        return jnp.asarray(geometry(self.n_lat)["sin_lat"])
 
     @property
     def cos_lat_bounds(self) -> EdgeValues:
         """Cosine of latitude at the bounds; exactly zero at the poles."""
-        cos = jnp.cos(self.lat_bounds_radians)
-        return cos.at[0].set(0.0).at[-1].set(0.0)
+        return jnp.asarray(geometry(self.n_lat)["cos_lat_bounds"])
 
     @property
     def area_weights(self) -> Float[Array, " lat"]:
         """Fraction of the sphere's area in each cell; sums to one."""
-        sin_bounds = jnp.sin(self.lat_bounds_radians)
-        return 0.5 * (sin_bounds[1:] - sin_bounds[:-1])
+        return jnp.asarray(geometry(self.n_lat)["area_weights"])
 
     def global_mean(self, field: Float[Array, "*batch lat"]) -> Float[Array, "*batch"]:
         """Area-weighted global mean over the last axis."""
         # A contraction rather than a broadcast product: batched fields need no rank
         # promotion (which strict-promotion users, and ebm's tests, refuse).
         return jnp.matmul(field, self.area_weights)
+
+
+@functools.cache
+def geometry(n_lat: int) -> dict[str, np.ndarray]:
+    """The grid's coordinates and weights (the properties of `Grid` by name), in
+    float64 numpy, read-only: computed once per `n_lat` on the host (outside `jit`
+    a jnp computation would compile a program for each operation; inside, these
+    are constants either way)."""
+    bounds = np.linspace(-np.pi / 2, np.pi / 2, n_lat + 1)
+    centres = 0.5 * (bounds[1:] + bounds[:-1])
+    cos_bounds = np.cos(bounds)
+    cos_bounds[0] = cos_bounds[-1] = 0.0
+    sin_bounds = np.sin(bounds)
+    geometry = dict(
+        lat_bounds_radians=bounds,
+        lat_radians=centres,
+        lat=np.rad2deg(centres),
+        lat_bounds=np.rad2deg(bounds),
+        sin_lat=np.sin(centres),
+        cos_lat_bounds=cos_bounds,
+        area_weights=0.5 * (sin_bounds[1:] - sin_bounds[:-1]),
+    )
+    for array in geometry.values():
+        array.setflags(write=False)
+    return geometry

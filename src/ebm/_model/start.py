@@ -8,9 +8,10 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from .._checks import known_value
 from .._custom_types import Temperature
 from .._physics.insolation.p2 import legendre_p2
-from .grid import Grid
+from .grid import Grid, geometry
 from .model import EnergyBalanceModel, present_day_profile
 from .params import Params
 
@@ -36,13 +37,16 @@ def initial_profile(
         non-finite values.
     """
     if isinstance(start, str):
-        p2 = legendre_p2(grid.sin_lat)
         if start == "present":
             return present_day_profile(grid)
+        # On the host where `Tf` is known: no program to compile for the start.
+        p2 = legendre_p2(geometry(grid.n_lat)["sin_lat"])
+        Tf = known_value(params.Tf)
+        Tf = params.Tf if Tf is None else np.asarray(Tf)
         if start == "warm":
-            return params.Tf + 35.0 - 15.0 * p2
+            return jnp.asarray(Tf + 35.0 - 15.0 * p2)
         if start == "cold":
-            return params.Tf - 35.0 - 15.0 * p2
+            return jnp.asarray(Tf - 35.0 - 15.0 * p2)
         raise ValueError(
             f"`{name}` must be one of {STARTS} or an array of shape ({grid.n_lat},), "
             f"got {start!r}."

@@ -50,10 +50,11 @@ import equinox as eqx
 import jax
 import jax.numpy as jnp
 import lineax as lx
+import numpy as np
 import optimistix as optx
 from jaxtyping import Array, Float, Int, PyTree
 
-from .._checks import check_count, refuse_if
+from .._checks import check_count, known_value, refuse_if
 from .._custom_types import Scalar, Temperature
 from .._model.grid import Grid
 from .._model.model import EnergyBalanceModel
@@ -110,9 +111,15 @@ def _resolve_year(stepper, checkpoint, steps_per_year):
 
 def _check_orbit(T, params: Params) -> Temperature:
     """Reject orbital parameters that construction could not check."""
-    e, obliquity = params.eccentricity, params.obliquity
+    values = [params.eccentricity, params.obliquity, params.long_peri]
+    known = [known_value(value) for value in values]
+    # Values known now are checked in numpy, without compiling a program each.
+    e, obliquity, long_peri = (
+        values if any(v is None for v in known) else map(np.asarray, known)
+    )
+    isfinite = jnp.isfinite if isinstance(long_peri, jax.Array) else np.isfinite
     bad = ~((e >= 0) & (e < 1)) | ~((obliquity >= 0) & (obliquity <= 180))
-    bad = bad | ~jnp.isfinite(params.long_peri)
+    bad = bad | ~isfinite(long_peri)
     return refuse_if(
         T,
         bad,

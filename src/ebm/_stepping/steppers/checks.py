@@ -60,9 +60,8 @@ def check_stability(
     leaves = jax.tree.leaves((model, params, T0, dt))
     if any(isinstance(leaf, jax.core.Tracer) for leaf in leaves):
         return None
-    # Evaluated now: inside a caller's jit a jnp operation would otherwise be traced.
-    with jax.ensure_compile_time_eval():
-        limit = stability_limit(stepper, model, params, T0)
+    # One compiled program (kept by the persistent cache), not one per operation.
+    limit = _known_stability_limit(stepper, model, params, T0)
     if not throw or float(dt) <= float(limit):
         return limit
     dt, limit = float(dt), float(limit)
@@ -79,6 +78,9 @@ def check_stability(
         f"{where}. Use `steps_per_year` >= {math.ceil(1.0 / limit)}, or "
         f"{alternative}."
     )
+
+
+_known_stability_limit = eqx.filter_jit(stability_limit)
 
 
 def resolve_error_tolerance(error_tolerance, stepper: AbstractStepper):
