@@ -107,9 +107,12 @@ def test_ensemble_of_integrations_matches_single_runs_and_finite_differences():
     assert_gradient_matches_fd(fn, first, gradient, ("D", "water_depth"), rtol=1e-5)
     second = jax.tree.map(lambda x: x[1], members)
     single = jax.grad(fn)(second)
+    # Two compiled programs (two adjoints, or a batch and a single run) round
+    # differently, and where a step's error estimate sits at the controller's
+    # threshold their adaptive steps differ: two discretisations, each to rtol 1e-8.
     for name in ebm.Params.field_names():
         np.testing.assert_allclose(
-            getattr(run.gradient, name)[1], getattr(single, name), rtol=1e-9, atol=1e-12
+            getattr(run.gradient, name)[1], getattr(single, name), rtol=1e-7, atol=1e-12
         )
 
 

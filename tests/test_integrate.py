@@ -94,10 +94,13 @@ def test_forward_mode_matches_finite_differences(params, adjoint):
 def test_all_adjoints_agree(params):
     gradients = [jax.grad(_final_mean(a))(params) for a in ("recursive", "direct")]
     gradients.append(jax.jacfwd(_final_mean("forward"))(params))
+    # Two compiled programs (two adjoints, or a batch and a single run) round
+    # differently, and where a step's error estimate sits at the controller's
+    # threshold their adaptive steps differ: two discretisations, each to rtol 1e-8.
     for other in gradients[1:]:
         for name in NAMES:
             np.testing.assert_allclose(
-                getattr(other, name), getattr(gradients[0], name), rtol=1e-9
+                getattr(other, name), getattr(gradients[0], name), rtol=1e-7, atol=1e-8
             )
 
 
@@ -143,7 +146,9 @@ def test_gradient_from_a_steady_state_matches_finite_differences(params):
         return integrate(params, years=2.0, T0=start).global_mean
 
     gradient = jax.grad(fn)(forced)
-    assert_gradient_matches_fd(fn, forced, gradient, ("D", "B", "forcing"), rtol=1e-8)
+    # (Without the cap the gradient was 1% off; the finite differences are of the
+    # forward program, whose steps may differ from the gradient's as above.)
+    assert_gradient_matches_fd(fn, forced, gradient, ("D", "B", "forcing"), rtol=1e-7)
 
 
 def test_progress_meter_is_off_by_default_and_on_when_asked(params, capfd):
