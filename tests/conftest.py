@@ -55,3 +55,44 @@ def _release_compiled_programs():
     if _memory_maps() > 30_000:
         jax.clear_caches()
         gc.collect()
+
+
+# With EBM_TEST_COMPILE_REPORT=FILE, each test process appends to FILE how long it
+# spent tracing, lowering and compiling (XLA's backend compile, or the read from the
+# persistent cache instead), how many programs it built and how many of them came
+# from the cache: the suite's compile share in docs/benchmarks.md.
+_COMPILE_REPORT = os.environ.get("EBM_TEST_COMPILE_REPORT")
+_compile_totals = {
+    "trace_seconds": 0.0,
+    "lower_seconds": 0.0,
+    "compile_seconds": 0.0,
+    "programs": 0,
+    "cache_hits": 0,
+}
+
+if _COMPILE_REPORT:
+
+    def _on_duration(event, duration, **kwargs):
+        if event == "/jax/core/compile/jaxpr_trace_duration":
+            _compile_totals["trace_seconds"] += duration
+        elif event == "/jax/core/compile/jaxpr_to_mlir_module_duration":
+            _compile_totals["lower_seconds"] += duration
+        elif event == "/jax/core/compile/backend_compile_duration":
+            _compile_totals["compile_seconds"] += duration
+            _compile_totals["programs"] += 1
+
+    def _on_event(event, **kwargs):
+        if event == "/jax/compilation_cache/cache_hits":
+            _compile_totals["cache_hits"] += 1
+
+    jax.monitoring.register_event_duration_secs_listener(_on_duration)
+    jax.monitoring.register_event_listener(_on_event)
+
+
+def pytest_sessionfinish(session):
+    if _COMPILE_REPORT and _compile_totals["programs"]:
+        import json
+
+        worker = os.environ.get("PYTEST_XDIST_WORKER", "main")
+        with open(_COMPILE_REPORT, "a") as report:
+            report.write(json.dumps({"worker": worker, **_compile_totals}) + "\n")

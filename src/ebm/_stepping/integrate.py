@@ -389,6 +389,9 @@ def integrate(
         is given, the default is a bound of 2**22 steps.
     - `throw`: raise if the solve fails (default), else return the failure code,
         with `T`, `Ts`, `global_mean` and `ice_edge` (and their derivatives) NaN.
+        It checks the forward run; a backward pass that fails (`"interpolating"`'s
+        re-solve or adjoint equation out of steps) gives NaN derivatives either
+        way.
     - `progress`: `True` for a progress bar on stderr (diffrax's
         `TqdmProgressMeter`, percent of `years` done), or any
         `diffrax.AbstractProgressMeter`, used as given (`diffrax.TextProgressMeter()`
