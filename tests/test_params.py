@@ -1,5 +1,6 @@
 import re
 
+import equinox as eqx
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -15,13 +16,23 @@ from helpers import SUBPROCESS_TIMEOUT
         ("D", -0.1, ">= 0"),
         ("B", 0.0, "> 0"),
         ("B", -2.0, "> 0"),
-        ("water_depth", 0.0, "> 0"),
+        ("water_depth", 0.0, "in (0, 11000] m"),
+        ("water_depth", 1e5, "the deepest ocean"),
         ("ice_width", 0.0, "> 0"),
         ("ice_width", -1.0, "> 0"),
         ("a0", 1.2, "in [0, 1]"),
         ("a0", -0.1, "in [0, 1]"),
         ("ai", 1.5, "in [0, 1]"),
-        ("S0", -1.0, ">= 0"),
+        ("S0", -1.0, "in [0, 20000]"),
+        # Physically absurd values, once accepted silently (A = 1e6 gave a global
+        # mean of -499,935 degC; S0 = 1e20 failed later, with a generic error).
+        ("S0", 1e20, "in [0, 20000]"),
+        ("A", 1e6, "in [0, 316] W m-2, at most a black body's"),
+        ("A", -1e4, "in [0, 316]"),
+        ("Tf", -300.0, "in [-100, 30] degC"),
+        ("Tf", 1e5, "in [-100, 30] degC"),
+        ("forcing", 1e4, "in [-500, 500] W m-2"),
+        ("s2", -3.0, "nowhere negative"),
         ("A", float("nan"), "finite"),
         ("D", float("inf"), "finite"),
         ("Tf", float("nan"), "finite"),
@@ -35,6 +46,52 @@ def test_bad_parameter_is_named(name, value, allowed):
     assert f"`{name}`" in message
     assert allowed in message
     assert str(value) in message
+
+
+def test_every_declared_parameter_has_a_physical_range():
+    # Finite alone is no range, except for an angle (the perihelion's longitude is
+    # any angle, modulo 360 degrees).
+    from ebm._physics.catalogue import parameters_by_name
+
+    for name, (parameter, _) in parameters_by_name().items():
+        if name != "long_peri":
+            assert parameter.allowed != "finite", name
+
+
+@pytest.mark.parametrize("value", ["0.5", True, np.bool_(False), b"1"])
+def test_strings_and_booleans_are_not_parameter_values(value):
+    # numpy reads "0.5" as 0.5 and True as 1.0: both were accepted as `D`.
+    with pytest.raises(ValueError, match="`D` must be a real scalar"):
+        ebm.Params(D=value)
+
+
+def test_model_parameter_sets_and_results_pickle():
+    # A model's own parameter set was a class named `ebm.Params` made at run time,
+    # which pickle could not find by that name.
+    import pickle
+
+    from ebm._physics.catalogue import KINDS, selectable
+
+    grid = ebm.Grid(6)
+    for kind in KINDS:
+        for name, term in selectable(kind).items():
+            model = ebm.EnergyBalanceModel(grid=grid, **{kind: term()})
+            params = model.Params()
+            again = pickle.loads(pickle.dumps(params))
+            assert type(again) is type(params), (kind, name)
+            assert eqx.tree_equal(again, params), (kind, name)
+    model = ebm.EnergyBalanceModel(
+        grid=grid, longwave=ebm.GreyBodyLongwave(), forcing=ebm.CO2Forcing()
+    )
+    params = model.Params(CO2=560.0)
+    assert type(params).__name__ == "GreyBodyLongwaveCO2ForcingParams"
+    assert type(pickle.loads(pickle.dumps(params))) is type(params)
+    model = ebm.EnergyBalanceModel(grid=grid, longwave=ebm.GreyBodyLongwave())
+    params = model.Params(emissivity=0.69)
+    assert type(params).__name__ == "GreyBodyLongwaveParams"
+    state = ebm.equilibrium(params, model=model)
+    again = pickle.loads(pickle.dumps(state))
+    assert float(again.global_mean) == float(state.global_mean)
 
 
 def test_ice_free_albedo_must_stay_physical():

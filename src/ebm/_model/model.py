@@ -224,7 +224,28 @@ def _params_of(terms: tuple[type, ...]) -> type[AbstractParams]:
     added = tuple(c for c in constraints if c not in Params.constraints)
     if not new and not added:
         return Params
-    return params_class("Params", new, added, base=Params)
+    # Named after the terms that add to `ebm.Params` (`GreyBodyLongwaveParams`), and
+    # pickled as the terms that make it, since it is made at run time and so cannot
+    # be found by name in a module.
+    adding = [
+        term.__name__
+        for term in terms
+        if any(p in new for p in term.parameters)
+        or any(c in added for c in term.constraints)
+    ]
+    cls = params_class("".join(adding) + "Params", new, added, base=Params)
+    cls.__qualname__ = cls.__name__
+    cls.__reduce__ = functools.partialmethod(_reduce_params, terms)
+    return cls
+
+
+def _reduce_params(params: AbstractParams, terms: tuple[type, ...]):
+    values = {name: getattr(params, name) for name in type(params).field_names()}
+    return _rebuild_params, (terms, values)
+
+
+def _rebuild_params(terms: tuple[type, ...], values: dict) -> AbstractParams:
+    return _params_of(terms)(**values)
 
 
 def has_tridiagonal_jacobian(model: EnergyBalanceModel) -> bool:

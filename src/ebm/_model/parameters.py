@@ -75,7 +75,8 @@ class Parameter:
     - `note`: words added to the range in messages ("a closed orbit").
     - `transform`: `"log"`, `"logit"` or `"none"`: the coordinate `ebm.fit` moves
         the parameter in, so that it stays in its range: `log(x - lower)` (needs
-        `lower`), `log((x - lower) / (upper - x))` (needs both ends), or `x`.
+        `lower`; an `upper` end far from the values in use is checked, not mapped),
+        `log((x - lower) / (upper - x))` (needs both ends), or `x`.
         Applied elementwise to a profile.
     - `profile`: `None` for a scalar; `"bounds"` for a profile in latitude with one
         value per cell bound (`grid.n_lat + 1`, as a diffusivity), `"cells"` for one
@@ -113,10 +114,10 @@ class Parameter:
                 f"Parameter {self.name!r}: `profile` must be one of {PROFILES}, got "
                 f"{self.profile!r}."
             )
-        if self.transform == "log" and (self.lower is None or self.upper is not None):
+        if self.transform == "log" and self.lower is None:
             raise ValueError(
-                f"Parameter {self.name!r}: the log transform needs a `lower` end and "
-                f"no `upper` one, got [{self.lower}, {self.upper}]."
+                f"Parameter {self.name!r}: the log transform needs a `lower` end, "
+                f"got [{self.lower}, {self.upper}]."
             )
         if self.transform == "logit" and (self.lower is None or self.upper is None):
             raise ValueError(
@@ -233,7 +234,8 @@ class Constraint:
         return (
             f"`{self.name}` must be {self.allowed}; a value traced under "
             "`jit`/`vmap`/`grad` (so it cannot be shown here) is not. Pass a value in "
-            "that range."
+            "that range. (Under `jax.jit` this message reaches you inside JAX's "
+            "`JaxRuntimeError`; `equinox.filter_jit` raises it as it is.)"
         )
 
 
@@ -266,9 +268,13 @@ def _range_of(parameter: Parameter, finite: bool) -> Constraint:
 
 def _float_array(x):
     # A value that is not a real number is kept as given, so that `__check_init__`
-    # can refuse it with the parameter's name (a converter does not know it).
+    # can refuse it with the parameter's name (a converter does not know it): a
+    # complex number, a string (numpy would parse "0.5") and a boolean (True would
+    # be 1.0) included.
+    if isinstance(x, (str, bytes, bool, np.bool_)):
+        return x
     try:
-        if jnp.iscomplexobj(x):
+        if jnp.iscomplexobj(x) or jnp.asarray(x).dtype == bool:
             return x
         return jnp.asarray(x, dtype=float)
     except (TypeError, ValueError):

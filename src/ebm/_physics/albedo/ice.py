@@ -32,12 +32,25 @@ A0 = Parameter(
     upper=1.0,
     transform="logit",
 )
-A2 = Parameter("a2", 0.078, "1", "ice-free albedo, second Legendre coefficient")
+A2 = Parameter(
+    "a2",
+    0.078,
+    "1",
+    "ice-free albedo, second Legendre coefficient",
+    lower=-1.0,
+    upper=2.0,
+    note="and with `a0` an albedo in [0, 1] from equator to pole",
+)
 AI = Parameter(
     "ai", 0.62, "1", "albedo of ice", lower=0.0, upper=1.0, transform="logit"
 )
 TF = Parameter(
-    "Tf", -10.0, "degC", "temperature below which the surface is ice-covered"
+    "Tf",
+    -10.0,
+    "degC",
+    "temperature below which the surface is ice-covered",
+    lower=-100.0,
+    upper=30.0,
 )
 ICE_WIDTH = Parameter(
     "ice_width",

@@ -29,7 +29,9 @@ CO2 = Parameter(
     "ppm",
     "atmospheric CO2 concentration",
     lower=0.0,
+    upper=1e6,
     lower_open=True,
+    note="a million ppm is the whole atmosphere",
     transform="log",
 )
 CO2_REF = Parameter(
@@ -38,7 +40,9 @@ CO2_REF = Parameter(
     "ppm",
     "CO2 concentration of zero CO2 forcing",
     lower=0.0,
+    upper=1e6,
     lower_open=True,
+    note="a million ppm is the whole atmosphere",
     transform="log",
 )
 

@@ -16,7 +16,13 @@ from ..base import AbstractForcing
 
 
 FORCING = Parameter(
-    "forcing", 0.0, "W m-2", "radiative forcing added to every cell's energy budget"
+    "forcing",
+    0.0,
+    "W m-2",
+    "radiative forcing added to every cell's energy budget",
+    lower=-500.0,
+    upper=500.0,
+    note="twice the sunlight the Earth absorbs",
 )
 
 

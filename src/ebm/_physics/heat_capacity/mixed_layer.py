@@ -28,7 +28,9 @@ WATER_DEPTH = Parameter(
     "m",
     "depth of the water column that sets heat capacity",
     lower=0.0,
+    upper=11000.0,
     lower_open=True,
+    note="the deepest ocean is 10,935 m",
     transform="log",
 )
 

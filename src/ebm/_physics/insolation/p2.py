@@ -15,8 +15,25 @@ from ..._model.parameters import AbstractParams, Parameter
 from ..base import AbstractInsolation
 
 
-S0 = Parameter("S0", 1365.2, "W m-2", "solar constant", lower=0.0, transform="log")
-S2 = Parameter("s2", -0.48, "1", "second Legendre coefficient of insolation")
+S0 = Parameter(
+    "S0",
+    1365.2,
+    "W m-2",
+    "solar constant",
+    lower=0.0,
+    upper=20000.0,
+    note="Mercury's at perihelion is 14,500 W m-2",
+    transform="log",
+)
+S2 = Parameter(
+    "s2",
+    -0.48,
+    "1",
+    "second Legendre coefficient of insolation",
+    lower=-1.0,
+    upper=2.0,
+    note="so that the insolation `1 + s2 P2` is nowhere negative",
+)
 
 
 def legendre_p2(x):

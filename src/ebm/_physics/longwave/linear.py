@@ -11,7 +11,15 @@ from ..._model.parameters import AbstractParams, Parameter
 from ..base import AbstractLongwave
 
 
-A = Parameter("A", 210.0, "W m-2", "outgoing longwave radiation at 0 degC")
+A = Parameter(
+    "A",
+    210.0,
+    "W m-2",
+    "outgoing longwave radiation at 0 degC",
+    lower=0.0,
+    upper=316.0,
+    note="at most a black body's emission at 0 degC, 315.6 W m-2",
+)
 B = Parameter(
     "B",
     2.0,
