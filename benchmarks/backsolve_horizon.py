@@ -24,7 +24,7 @@ import jax
 import jax.numpy as jnp
 
 import ebm
-from ebm._stepping.integrate import default_solver, fastest_time_scale, resolve_adjoint
+from ebm._stepping.integrate import default_solver, resolve_adjoint, time_scales
 
 
 RESULTS = pathlib.Path(__file__).parent / "results"
@@ -61,7 +61,8 @@ def main():
     rows = []
     for n_lat in (30, 60, 120):
         model = ebm.EnergyBalanceModel(grid=ebm.Grid(n_lat))
-        tau = float(fastest_time_scale(params, model.grid))
+        T0 = ebm.present_day_profile(model.grid)
+        tau = float(time_scales(params, model, T0).diffusion)
         for multiple in multiples:
             years = multiple * tau
             start = time.perf_counter()

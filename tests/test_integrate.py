@@ -8,11 +8,7 @@ import numpy as np
 import pytest
 
 import ebm
-from ebm._stepping.integrate import (
-    BACKSOLVE_HORIZON,
-    fastest_time_scale,
-    needed_steps,
-)
+from ebm._stepping.integrate import BACKSOLVE_HORIZON, needed_steps, time_scales
 from helpers import assert_compiles_once, assert_gradient_matches_fd, tree_allclose
 
 
@@ -53,8 +49,14 @@ def test_reverse_mode_matches_finite_differences(params, adjoint):
     )
 
 
+def _diffusion_time(params, grid):
+    model = ebm.EnergyBalanceModel(grid=grid)
+    T0 = ebm.present_day_profile(grid)
+    return float(time_scales(params, model, T0).diffusion)
+
+
 def test_backsolve_within_its_horizon_matches_finite_differences(params):
-    years = 0.5 * BACKSOLVE_HORIZON * float(fastest_time_scale(params, GRID))
+    years = 0.5 * BACKSOLVE_HORIZON * _diffusion_time(params, GRID)
     gradient = jax.grad(_final_mean("backsolve", years))(params)
     reference = jax.grad(_final_mean("recursive", years))(params)
     # The horizon's criterion: within 1e-4 of the reference, relative to its size.
@@ -184,8 +186,45 @@ def test_a_run_from_a_steady_state_takes_the_capped_steps_only(params, n_lat):
     grid = ebm.Grid(n_lat)
     start = equilibrium(params, grid=grid).T
     run = integrate(params, grid=grid, years=100.0, T0=start, max_steps=2**17)
-    needed = needed_steps(params, 100.0, ebm.EnergyBalanceModel(grid=grid))
+    model = ebm.EnergyBalanceModel(grid=grid)
+    needed = needed_steps(100.0, time_scales(params, model, start).relaxation)
     assert int(run.num_steps) <= needed + 2
+
+
+def test_grey_body_steps_and_gradients_do_not_depend_on_the_unused_B():
+    # The step cap came from `C / (10 B)`: with the grey-body longwave, which does
+    # not read B, `B=0.01` gave 4 steps over these 2 years and an emissivity
+    # gradient 2e-4 off finite differences; `B=100` made long runs crawl.
+    model = ebm.EnergyBalanceModel(grid=GRID, longwave=ebm.GreyBodyLongwave())
+    start = ebm.equilibrium(model.Params(), model=model).T
+
+    def run(params):
+        return ebm.integrate(params, model=model, years=YEARS, T0=start)
+
+    steps = {B: int(run(model.Params(B=B)).num_steps) for B in (0.01, 2.0, 100.0)}
+    assert steps[0.01] == steps[2.0] == steps[100.0]
+    relaxation = time_scales(model.Params(), model, start).relaxation
+    assert steps[2.0] >= needed_steps(YEARS, relaxation) > 20
+    params = model.Params(B=0.01)
+    gradient = jax.grad(lambda p: run(p).global_mean)(params)
+    assert_gradient_matches_fd(
+        lambda p: run(p).global_mean, params, gradient, ("emissivity",), rtol=1e-6
+    )
+
+
+def test_backsolve_horizon_follows_the_transport_the_model_has():
+    # The horizon came from `params.D`, which the latitude-dependent diffusion does
+    # not read: ten times the diffusivity on every bound shortens it tenfold.
+    model = ebm.EnergyBalanceModel(
+        grid=GRID, transport=ebm.LatitudeDiffusiveTransport()
+    )
+    fast = model.Params(D_bounds=10 * ebm.Params().D)
+    within_D = 0.5 * BACKSOLVE_HORIZON * _diffusion_time(ebm.Params(), GRID)
+    with pytest.raises(eqx.EquinoxRuntimeError, match="adjoint='backsolve'"):
+        ebm.integrate(fast, model=model, years=within_D, adjoint="backsolve")
+    slow = model.Params(D_bounds=0.1 * ebm.Params().D, D=100.0)
+    run = ebm.integrate(slow, model=model, years=5 * within_D, adjoint="backsolve")
+    assert run.result == ebm.RESULTS.successful
 
 
 # Tsit5 in the default run; the implicit-explicit KenCarp5 in the full matrix.

@@ -60,6 +60,7 @@ from .._model.parameters import check_params
 from .._model.params import Params
 from .._model.start import initial_profile, resolve_model
 from .._numerics.chord import tridiagonal_root_finder
+from .._numerics.tridiagonal import probe_tridiagonal
 from .._progress import progress_meter
 from .._results import (
     RESULTS,
@@ -143,21 +144,73 @@ def model_terms(model: EnergyBalanceModel, solver: diffrax.AbstractSolver):
 # The step cap, as a fraction of the relaxation time C / B (0.66 years by default).
 MAX_STEP_FRACTION = 0.1
 
-
-def smallest_heat_capacity(params: Params, model: EnergyBalanceModel | None):
-    """The smallest heat capacity of any cell, J m-2 K-1 (the fastest relaxation)."""
-    if model is None:
-        return params.heat_capacity
-    return jnp.min(model.heat_capacity(params, model.grid))
+# The smallest radiative damping `time_scales` counts with, W m-2 K-1: a longwave
+# term whose emission does not grow with temperature (or falls) has no relaxation
+# time of its own, and the step cap stays finite (0.13 millennia for 10 m of water).
+SMALLEST_DAMPING = 1e-3
 
 
-def default_controller(
-    params: Params, model: EnergyBalanceModel | None = None
-) -> diffrax.PIDController:
-    """PID control at `rtol = atol = 1e-8`, steps at most `C / (10 B)` years.
+class TimeScales(eqx.Module):
+    """A model's own time scales at a state, years (see `time_scales`)."""
 
-    `C` is the smallest heat capacity of any cell of `model` (default: the mixed
-    layer's, `params.heat_capacity`).
+    relaxation: Scalar
+    diffusion: Scalar
+
+
+@eqx.filter_jit
+def time_scales(params: Params, model: EnergyBalanceModel, T: Temperature):
+    """The model's fastest radiative and transport time scales at `T`, years.
+
+    From the Jacobians of its terms at `T` (each probed as a tridiagonal matrix from
+    three Jacobian-vector products), never from a particular parameter:
+
+    - `relaxation`: `min_i C_i / (d OLR_i / d T_i)`, the fastest relaxation of a
+        cell by its own emission (`C / B` for `ebm.LinearLongwave`,
+        `C / (4 tau epsilon sigma T^3)` at the warmest cell for
+        `ebm.GreyBodyLongwave`), with the damping at least `SMALLEST_DAMPING`;
+    - `diffusion`: `min_i C_i / (|J_ii| + |J_i,i-1| + |J_i,i+1|)` for the
+        transport's Jacobian `J`, W m-2 K-1: Gershgorin's bound on its fastest
+        mode (`C dlat^2 / (4 D cos(dlat / 2))` for a uniform diffusivity `D`).
+    """
+    heat_capacity = model.heat_capacity(params, model.grid)
+
+    def jacobian(flux):
+        _, linear = jax.linearize(flux, T)
+        return probe_tridiagonal(linear, T.shape[0], T.dtype)
+
+    emission = jacobian(lambda T: model.outgoing_longwave(T, params))
+    damping = jnp.maximum(emission.diagonal, SMALLEST_DAMPING)
+    transport = jacobian(lambda T: model.heat_convergence(T, params))
+    zero = jnp.zeros(1, T.dtype)
+    rate = (
+        jnp.abs(transport.diagonal)
+        + jnp.abs(jnp.concatenate([zero, transport.lower]))
+        + jnp.abs(jnp.concatenate([transport.upper, zero]))
+    )
+    return TimeScales(
+        relaxation=jnp.min(heat_capacity / damping) / SECONDS_PER_YEAR,
+        diffusion=jnp.min(heat_capacity / rate) / SECONDS_PER_YEAR,
+    )
+
+
+def start_time_scales(params: Params, model: EnergyBalanceModel, T0) -> TimeScales:
+    """`time_scales` at the start of a run, not differentiated: computed on the
+    values where they are known (eagerly, and under eager `grad`), so that a first
+    call compiles one small program and the step count is known; else traced into
+    the caller's program."""
+    values = (params, model, T0)
+    known = [known_value(leaf) for leaf in jax.tree.leaves(values)]
+    if any(leaf is None for leaf in known):
+        params, model, T0 = jax.lax.stop_gradient(values)
+    else:
+        params, model, T0 = jax.tree.unflatten(jax.tree.structure(values), known)
+    return time_scales(params, model, T0)
+
+
+def default_controller(relaxation) -> diffrax.PIDController:
+    """PID control at `rtol = atol = 1e-8`, steps at most a tenth of `relaxation`,
+    the model's fastest radiative relaxation time (`time_scales`; `C / B` for the
+    linear longwave), years.
 
     The cap is for derivatives. The controller sees only the state's error, so near
     a steady state it takes steps of years; but the tangent of the state with respect
@@ -166,7 +219,6 @@ def default_controller(
     2-year run from equilibrium). A tenth of `C / B` keeps gradients within 1e-9 of
     finite differences (tests/test_integrate.py).
     """
-    relaxation = smallest_heat_capacity(params, model) / params.B / SECONDS_PER_YEAR
     return diffrax.PIDController(
         rtol=1e-8,
         atol=1e-8,
@@ -183,28 +235,20 @@ MAX_DEFAULT_STEPS = 2**24
 TRACED_MAX_STEPS = 2**22
 
 
-def needed_steps(params: Params, years, model: EnergyBalanceModel) -> int | None:
-    """Steps of the default controller's cap that `years` takes, or `None` where a
-    value is not known while tracing (inside `jit`)."""
-    known = jax.tree.map(known_value, (years, params, model))
-    if any(leaf is None for leaf in jax.tree.leaves(known, is_leaf=_is_none)):
+def needed_steps(years, relaxation) -> int | None:
+    """Steps of the default controller's cap that `years` takes (`relaxation` as
+    `time_scales` gives it), or `None` where a value is not known while tracing
+    (inside `jit`)."""
+    years, relaxation = known_value(years), known_value(relaxation)
+    if years is None or relaxation is None:
         return None
-    years, params, model = known
-    # Evaluated now: inside a caller's jit a jnp operation would otherwise be traced.
-    with jax.ensure_compile_time_eval():
-        heat_capacity = float(smallest_heat_capacity(params, model))
-    relaxation = heat_capacity / float(params.B) / SECONDS_PER_YEAR
-    return math.ceil(float(years) / (MAX_STEP_FRACTION * relaxation))
+    return math.ceil(float(years) / (MAX_STEP_FRACTION * float(relaxation)))
 
 
-def _is_none(x) -> bool:
-    return x is None
-
-
-def _default_max_steps(params: Params, years, model: EnergyBalanceModel) -> int:
+def _default_max_steps(years, relaxation) -> int:
     """Twice the capped steps `years` takes, as a power of two >= 16384 (so that runs
     of similar length share one compilation); `TRACED_MAX_STEPS` inside `jit`."""
-    needed = needed_steps(params, years, model)
+    needed = needed_steps(years, relaxation)
     if needed is None:
         return TRACED_MAX_STEPS
     budget = max(16384, 2 ** math.ceil(math.log2(2 * needed)))
@@ -212,7 +256,8 @@ def _default_max_steps(params: Params, years, model: EnergyBalanceModel) -> int:
         cap = float(years) / needed
         raise ValueError(
             f"`years` = {float(years):g} needs about {needed:.3g} steps: the default "
-            "controller caps the step at a tenth of the fastest relaxation time C / B, "
+            "controller caps the step at a tenth of the model's fastest relaxation "
+            "time (C / B for the linear longwave), "
             f"here {cap:.3g} years, so that derivatives stay accurate (ebm integrates "
             "a few thousand such steps a second at 60 cells: "
             f"about {needed / 5e3 / 3600:.2g} hours). For the steady state use "
@@ -263,19 +308,6 @@ def resolve_adjoint(adjoint) -> diffrax.AbstractAdjoint:
         f"`adjoint` must be one of {tuple(ADJOINTS)}, ('recursive', checkpoints) "
         f"or a diffrax.AbstractAdjoint instance, got {adjoint!r}."
     )
-
-
-def fastest_time_scale(
-    params: Params, grid: Grid, heat_capacity: Scalar | None = None
-) -> Scalar:
-    """`C dlat^2 / (4 D)` in years: the e-folding time of the fastest diffusive mode.
-
-    `heat_capacity` is the smallest of any cell (default `params.heat_capacity`).
-    """
-    if heat_capacity is None:
-        heat_capacity = params.heat_capacity
-    seconds = heat_capacity * grid.spacing**2 / (4.0 * params.D)
-    return seconds / SECONDS_PER_YEAR
 
 
 def _check_positive(name: str, value) -> None:
@@ -417,10 +449,11 @@ def integrate(
     adjoint_name = adjoint if isinstance(adjoint, str) else type(adjoint).__name__
     adjoint = resolve_adjoint(adjoint)
     solver = resolve_solver(solver)
+    scales = start_time_scales(params, model, T0)
     if max_steps is None:
         # A user's controller has no known cap: the bound alone, no estimate.
         max_steps = (
-            _default_max_steps(params, years, model)
+            _default_max_steps(years, scales.relaxation)
             if stepsize_controller is None
             else TRACED_MAX_STEPS
         )
@@ -430,7 +463,7 @@ def integrate(
         _check_positive("dt0", dt0)
     adjoint = _with_checkpoints(adjoint, max_steps)
     if stepsize_controller is None:
-        stepsize_controller = default_controller(params, model)
+        stepsize_controller = default_controller(scales.relaxation)
     if saveat is None:
         saveat = diffrax.SaveAt(t1=True)
     else:
@@ -440,7 +473,7 @@ def integrate(
     # length within one step budget share a compiled program.
     years = jnp.asarray(years, dtype=float)
     if isinstance(adjoint, diffrax.BacksolveAdjoint):
-        T0 = _check_backsolve_horizon(params, model, years, T0)
+        T0 = _check_backsolve_horizon(scales.diffusion, years, T0)
     # JAX differentiates a jitted call where it is made: this is where a reverse-only
     # adjoint meets forward mode, and where its error can name the fix.
     try:
@@ -470,17 +503,17 @@ def integrate(
 _BACKSOLVE_MESSAGE = (
     "adjoint='backsolve' integrates the model backwards in time, which is "
     "unstable for diffusion; its gradient is only accurate to 1e-4 for runs "
-    f"shorter than {BACKSOLVE_HORIZON} x C dlat^2 / (4 D) (about 12 days at "
-    "the default 60 cells). Use adjoint='recursive' for longer runs, or "
-    "adjoint='interpolating' for the continuous adjoint without a "
-    "backward state."
+    f"shorter than {BACKSOLVE_HORIZON} times the fastest transport time scale "
+    "(C dlat^2 / (4 D) for diffusion: about 12 days at the default 60 cells). "
+    "Use adjoint='recursive' for longer runs, or adjoint='interpolating' for the "
+    "continuous adjoint without a backward state."
 )
 
 
-def _check_backsolve_horizon(params, model, years, T0):
-    """`T0`, once `years` is within backsolve's horizon."""
-    heat_capacity = smallest_heat_capacity(params, model)
-    horizon = BACKSOLVE_HORIZON * fastest_time_scale(params, model.grid, heat_capacity)
+def _check_backsolve_horizon(diffusion, years, T0):
+    """`T0`, once `years` is within backsolve's horizon (`diffusion` as
+    `time_scales` gives it)."""
+    horizon = BACKSOLVE_HORIZON * diffusion
     return refuse_if(T0, years > horizon, _BACKSOLVE_MESSAGE, eqx.EquinoxRuntimeError)
 
 
