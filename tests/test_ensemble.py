@@ -327,3 +327,34 @@ def test_ensemble_progress_counts_blocks_on_stderr(capfd):
     # A meter of the user's own is told the fraction of blocks done.
     ebm.ensemble(members, block_size=1, progress=diffrax.TextProgressMeter())
     assert "100.00%" in capfd.readouterr().out
+
+
+MANY_MEMBERS = """
+import jax
+import jax.numpy as jnp
+import numpy as np
+jax.config.update("jax_enable_x64", True)
+import ebm
+S0 = jnp.linspace(1100.0, 1500.0, 10_000)
+members = jax.jit(
+    jax.vmap(lambda s: ebm.equilibrium(ebm.Params(S0=s), throw=False))
+)(S0)
+print(int(jnp.sum(members.converged)), float(members.global_mean[0]),
+      float(members.global_mean[-1]), float(members.T[7777, 30]))
+"""
+
+
+def test_ten_thousand_members_across_the_snowball_fold_finish(tmp_path):
+    # jaxlib's batched CPU tridiagonal solve split its batch over XLA's threads
+    # and, run twice at once inside a batched loop, waited for ever: 1,000 members
+    # over this range hung with idle cores. Under a timeout, in its own process.
+    (result,) = run_processes([[sys.executable, "-c", MANY_MEMBERS]], timeout=300)
+    assert result.returncode == 0, result.stderr
+    converged, coldest, warmest, member = result.stdout.split()
+    assert int(converged) == 10_000
+    # Both sides of the fold: a snowball at 1100 W m-2, ice-free at 1500.
+    assert float(coldest) < -30 and float(warmest) > 20
+    single = ebm.equilibrium(
+        ebm.Params(S0=float(jnp.linspace(1100.0, 1500.0, 10_000)[7777]))
+    )
+    assert float(member) == pytest.approx(float(single.T[30]), abs=1e-9)

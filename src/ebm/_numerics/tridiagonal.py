@@ -31,6 +31,29 @@ from jaxtyping import Array, Float, PyTree
 from .._custom_types import Scalar
 
 
+@jax.custom_batching.custom_vmap
+def _gtsv(lower, diagonal, upper, vector):
+    """LAPACK's gtsv for one system (bands as `jax.lax.linalg.tridiagonal_solve`)."""
+    return jax.lax.linalg.tridiagonal_solve(lower, diagonal, upper, vector[:, None])[
+        :, 0
+    ]
+
+
+@_gtsv.def_vmap
+def _gtsv_one_at_a_time(axis_size, in_batched, *args):
+    # jaxlib's batched CPU tridiagonal solve splits its batch over XLA's intra-op
+    # threads and waits for them; two such solves running at once, each from one of
+    # those threads (as the independent solves of a batched while loop do), wait on
+    # each other for ever once the batch is large enough to split (jaxlib 0.10:
+    # `jax.jit(jax.vmap(ebm.equilibrium))` over 2,000 members hung with idle cores).
+    # So a batch is solved one system after another, each exactly as alone.
+    args = [
+        arg if batched else jnp.broadcast_to(arg, (axis_size, *arg.shape))
+        for arg, batched in zip(args, in_batched)
+    ]
+    return jax.lax.map(lambda one: _gtsv(*one), args), True
+
+
 class TridiagonalMatrix(eqx.Module):
     """A tridiagonal matrix: `lower[i] = A[i+1, i]`, `upper[i] = A[i, i+1]`."""
 
@@ -43,14 +66,34 @@ class TridiagonalMatrix(eqx.Module):
         return TridiagonalMatrix(shift - self.diagonal, -self.lower, -self.upper)
 
     def solve(self, vector: Float[Array, " n"]) -> Float[Array, " n"]:
-        """`A^{-1} vector` by Gaussian elimination with partial pivoting (gtsv)."""
+        """`A^{-1} vector` by Gaussian elimination with partial pivoting (gtsv),
+        one system at a time under `vmap` (see `_gtsv`); differentiable in `A` and
+        `vector` (`jax.lax.custom_linear_solve`: its derivatives are solves too)."""
+
+        def solve_with(matrix):
+            return lambda _, b: _gtsv(*matrix._bands(), b)
+
+        return jax.lax.custom_linear_solve(
+            self.mv,
+            vector,
+            solve=solve_with(self),
+            transpose_solve=solve_with(self.transpose()),
+        )
+
+    def mv(self, vector: Float[Array, " n"]) -> Float[Array, " n"]:
+        """`A vector`."""
+        product = self.diagonal * vector
+        product = product.at[:-1].add(self.upper * vector[1:])
+        return product.at[1:].add(self.lower * vector[:-1])
+
+    def _bands(self):
+        """The three bands as `jax.lax.linalg.tridiagonal_solve` takes them."""
         zero = jnp.zeros(1, self.diagonal.dtype)
-        return jax.lax.linalg.tridiagonal_solve(
+        return (
             jnp.concatenate([zero, self.lower]),
             self.diagonal,
             jnp.concatenate([self.upper, zero]),
-            vector[:, None],
-        )[:, 0]
+        )
 
     def transpose(self) -> "TridiagonalMatrix":
         return TridiagonalMatrix(self.diagonal, self.upper, self.lower)
