@@ -217,6 +217,14 @@ def test_hysteresis_and_seasonal_and_memory(capsys, tmp_path):
     argv = ["seasonal", "--n-lat", "12", "--steps-per-year", "24", "--no-plot"]
     report = _json(capsys, [*argv, "--netcdf", str(netcdf)])
     assert report["residual_K"] < 1e-9
+    assert report["stepper"] == "rosenbrock" and report["step_error_K"] < 10
+    # The time-stepping check's tolerance, from the command line: refused, with
+    # its numbers.
+    assert main([*argv, "--error-tolerance", "1e-6"]) == 1
+    # One line (after the compile notice, if there was one).
+    failure = capsys.readouterr().err.strip().splitlines()[-1]
+    assert failure.startswith("ebm: the solve failed:")
+    assert "`error_tolerance` = 1e-06 K with Rosenbrock2" in failure
     assert ebm.load(netcdf)["T"].dims == ("time", "lat")
     netcdf = tmp_path / "memory.nc"
     argv = ["memory", "--n-lat", "12", "--steps", "50", "--repeats", "1"]
@@ -430,6 +438,19 @@ def test_a_parameter_of_a_term_not_selected_is_refused(capsys, flags, expected):
     assert main(["equilibrium", "--n-lat", "6", "--no-plot", *flags]) == 2
     err = capsys.readouterr().err
     assert expected in err and _one_line(err)
+
+
+def test_options_take_hyphens_and_underscores(capsys):
+    # Parameters were `--ice_width` (also `--ice-width`) but settings `--n-lat`
+    # only: either spelling is read for every option now.
+    argv = ["equilibrium", "--no-plot", "--ice_width", "0.5", "--water-depth=20"]
+    report = _json(capsys, [*argv, "--n_lat", "6"])
+    assert report["n_lat"] == 6
+    assert report["params"]["ice_width"] == 0.5
+    assert report["params"]["water_depth"] == 20.0
+    with pytest.raises(SystemExit):
+        main(["equilibrium", "--help"])
+    assert "--ice-width X" in capsys.readouterr().out
 
 
 def test_an_unknown_term_is_a_usage_error(capsys):

@@ -346,6 +346,14 @@ def test_bad_start_and_max_steps_are_refused_at_once(params):
     for max_steps in (0, -1, 2.5):
         with pytest.raises(ValueError, match="`max_steps` must be an integer >= 1"):
             ebm.equilibrium(params, max_steps=max_steps)
+    # A negative threshold was accepted (and never warned); a dict or None for the
+    # parameters failed with an AttributeError.
+    for near_fold in (-1.0, 0.0, float("nan"), "0.1", True):
+        with pytest.raises(ValueError, match="`near_fold` must be a positive"):
+            ebm.equilibrium(params, near_fold=near_fold)
+    for bad in ({"D": 0.5}, None):
+        with pytest.raises(TypeError, match="`params` must be a parameter container"):
+            ebm.equilibrium(bad)
 
 
 def test_compile_counter_sees_a_new_program_and_not_a_cached_one():

@@ -21,6 +21,9 @@ def _run_example(name, *args, cwd):
         timeout=SUBPROCESS_TIMEOUT,
     )
     assert result.returncode == 0, result.stderr
+    # Every example runs clean: no traceback (an error it catches and explains is
+    # printed as one line of its own).
+    assert "Traceback" not in result.stdout + result.stderr, result.stderr
     return result
 
 
@@ -90,6 +93,7 @@ def test_orbital_sensitivity_example_runs(tmp_path):
 def test_choose_adjoint_example_runs(tmp_path):
     result = _run_example("choose_adjoint.py", "--fast", cwd=tmp_path)
     assert "backsolve  reverse  refused" in result.stdout
+    assert "adjoint='recursive' for longer runs" in result.stdout
     assert (tmp_path / "choose_adjoint.png").stat().st_size > 10_000
 
 

@@ -196,6 +196,18 @@ def test_load_of_a_truncated_file_names_it(results, tmp_path):
         ebm.load(tmp_path / "missing.nc")
 
 
+def test_load_of_a_file_ebm_did_not_write_warns(results, tmp_path):
+    # It was returned as if ebm had written it.
+    import xarray
+
+    foreign = tmp_path / "foreign.nc"
+    xarray.Dataset({"T": ("lat", np.zeros(3))}).to_netcdf(foreign)
+    with pytest.warns(UserWarning, match="not written by ebm") as record:
+        dataset = ebm.load(foreign)
+    assert str(foreign) in str(record[0].message)
+    assert dataset["T"].shape == (3,)
+
+
 def test_save_into_a_read_only_folder_names_the_folder(results, tmp_path):
     state, model = results["equilibrium"]
     if os.geteuid() == 0:

@@ -491,6 +491,21 @@ def test_too_few_steps_per_year_are_refused():
         PARAMS, grid=GRID, years=1, steps_per_year=4, throw=False
     )
     assert cycle.result == ebm.RESULTS.inaccurate_step
+    # The refusal says both numbers and the remedies for the stepper in use: it
+    # recommended stepper='imex' to a run already using it, without the numbers.
+    estimate = f"{float(cycle.step_error):.3g} K"
+    with pytest.raises(Exception) as refused:
+        ebm.seasonal_spinup(PARAMS, grid=GRID, years=1, steps_per_year=4)
+    message = str(refused.value)
+    assert estimate in message and "`error_tolerance` = 10 K" in message
+    assert "Rosenbrock2 and 4 steps a year" in message and "stepper='imex'" in message
+    tight = dict(grid=GRID, years=1, stepper="imex", error_tolerance=1e-6)
+    imex = ebm.seasonal_spinup(PARAMS, throw=False, **tight)
+    assert imex.result == ebm.RESULTS.inaccurate_step
+    with pytest.raises(Exception, match="`error_tolerance` = 1e-06 K") as refused:
+        ebm.seasonal_spinup(PARAMS, **tight)
+    assert "IMEXEuler" in str(refused.value)
+    assert "stepper='imex'" not in str(refused.value)
     # The estimate is conservative, not a wall: a looser tolerance lets it through.
     loose = ebm.seasonal_spinup(
         PARAMS,

@@ -11,6 +11,17 @@ def check_count(name: str, value, minimum: int) -> None:
         raise ValueError(f"`{name}` must be an integer >= {minimum}, got {value!r}.")
 
 
+def check_threshold(name: str, value, *, optional: bool = False) -> None:
+    """`value` must be a positive, finite Python or numpy real number (a tolerance
+    or a threshold set by the user), or `None` where `optional`."""
+    if value is None and optional:
+        return
+    number = value if isinstance(value, (int, float, np.floating, np.integer)) else None
+    if isinstance(value, bool) or number is None or not 0 < number < np.inf:
+        allowed = "a positive, finite number" + (" or None" if optional else "")
+        raise ValueError(f"`{name}` must be {allowed}, got {value!r}.")
+
+
 def known_value(x):
     """The value of `x` if it is known while tracing (eagerly, or under eager `grad`
     and `jacfwd`), else `None` (inside `jit`)."""

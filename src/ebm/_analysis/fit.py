@@ -30,7 +30,7 @@ import numpy as np
 import optax
 from jaxtyping import Array, Float
 
-from .._checks import check_count
+from .._checks import check_count, check_threshold
 from .._model.grid import Grid
 from .._model.model import EnergyBalanceModel
 from .._model.parameters import check_params, params_checked
@@ -553,6 +553,7 @@ def sensitivity(
         without `years`.
     """
     params = check_params(params)
+    check_threshold("near_fold", near_fold, optional=True)
     container = type(params)
     names = check_names(
         container.field_names() if names is None else names, "names", container
@@ -702,6 +703,7 @@ def hessian(
         an array (`D_bounds`), or as `sensitivity`.
     """
     params = check_params(params)
+    check_threshold("near_fold", near_fold, optional=True)
     names = check_names(names, "names", type(params))
     if output == "T":
         raise ValueError("`output` must be a scalar ('global_mean' or 'ice_edge').")

@@ -103,9 +103,9 @@ def add_common(parser: argparse.ArgumentParser, plot: str | None, **terms) -> No
     `--n-lat`, `--json`, `--plot FILE` and `--no-plot` (when `plot` names a default
     file), `--netcdf FILE`; one flag per kind of term, defaulting to
     `EnergyBalanceModel`'s or to `terms` (`insolation=DailyInsolation`); and one flag
-    per parameter that ebm's terms declare (`--D X`; `--ice_width` also as
-    `--ice-width`), with its long name, default, units and range, and, for a
-    parameter of none of the default terms, the flag that selects its term.
+    per parameter that ebm's terms declare (`--D X`, `--ice-width X`), with its long
+    name, default, units and range, and, for a parameter of none of the default
+    terms, the flag that selects its term.
     """
     from .._physics.catalogue import KINDS, cli_name, selectable
 
@@ -152,9 +152,8 @@ def add_common(parser: argparse.ArgumentParser, plot: str | None, **terms) -> No
         ),
     }
     for name, (parameter, owners) in declarations().items():
-        spellings = [f"--{name}"]
-        if "_" in name:
-            spellings.append(f"--{name.replace('_', '-')}")
+        # `--ice-width`; `main` reads `--ice_width` (a parameter's own name) as it.
+        spellings = [f"--{name.replace('_', '-')}"]
         units = "" if parameter.units == "1" else f", {parameter.units}"
         by_default = any(term in defaults.values() for term in owners)
         needs = "" if by_default else f"; needs {how_to_select(owners)}"

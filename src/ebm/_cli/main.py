@@ -41,6 +41,7 @@ import os
 import sys
 import threading
 import time
+from collections.abc import Sequence
 
 from . import (
     cache,
@@ -138,6 +139,18 @@ class _Parser(argparse.ArgumentParser):
         self.exit(2, f"{self.prog}: error: {message} (see --help)\n")
 
 
+def _hyphenated(argv: Sequence[str]) -> list[str]:
+    """Options spelled with underscores (`--ice_width`, `--n_lat`) as the hyphens
+    that every option is declared with (`--ice-width`, `--n-lat`); values as given."""
+    spelled = []
+    for argument in argv:
+        if argument.startswith("--") and len(argument) > 2:
+            option, equals, value = argument.partition("=")
+            argument = option.replace("_", "-") + equals + value
+        spelled.append(argument)
+    return spelled
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = _Parser(
         prog="ebm", description="Differentiable energy-balance climate model."
@@ -177,7 +190,7 @@ def main(argv=None) -> int:
     from .._results import error_message
 
     parser = _parser()
-    arguments = parser.parse_args(argv)
+    arguments = parser.parse_args(_hyphenated(sys.argv[1:] if argv is None else argv))
     command = COMMANDS[arguments.command]
     _use_compilation_cache()
     # The command writes its figures to files, no window: Agg, set for matplotlib

@@ -9,6 +9,7 @@ NAME = "seasonal"
 def add_parser(subparsers) -> None:
     """`ebm seasonal` and its flags, on `subparsers`."""
     from .._physics.insolation.daily import DailyInsolation
+    from .._stepping.steppers.names import STEPPERS
 
     parser = subparsers.add_parser(
         NAME,
@@ -20,6 +21,20 @@ def add_parser(subparsers) -> None:
     )
     parser.add_argument(
         "--steps-per-year", type=int, default=365, help="equal steps, >= 4 (365)"
+    )
+    parser.add_argument(
+        "--stepper",
+        choices=tuple(STEPPERS),
+        default="rosenbrock",
+        help="the fixed-step method of the year (rosenbrock)",
+    )
+    parser.add_argument(
+        "--error-tolerance",
+        type=float,
+        default=None,
+        metavar="K",
+        help="largest estimated time-stepping error allowed, K (the stepper's "
+        "default; inf turns the check off)",
     )
     common.add_max_steps(parser, "Newton step limit of the shooting (32)")
     common.add_progress(parser, "Newton steps, out of --max-steps")
@@ -35,6 +50,8 @@ def run(arguments) -> dict:
         params,
         model=model,
         steps_per_year=arguments.steps_per_year,
+        stepper=arguments.stepper,
+        error_tolerance=arguments.error_tolerance,
         progress=common.progress(arguments),
         **common.limits(arguments),
     )
@@ -42,6 +59,8 @@ def run(arguments) -> dict:
         "n_lat": model.grid.n_lat,
         "terms": common.term_names(arguments),
         "steps_per_year": arguments.steps_per_year,
+        "stepper": arguments.stepper,
+        "step_error_K": float(cycle.step_error),
         "params": common.floats(params),
         "newton_steps": int(cycle.num_steps),
         "residual_K": float(cycle.residual),

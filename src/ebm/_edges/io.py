@@ -17,6 +17,7 @@ import datetime
 import os
 import pathlib
 import tempfile
+import warnings
 
 import jax
 import numpy as np
@@ -681,15 +682,29 @@ def load(path):
     - `FileNotFoundError`: when there is no file at `path`.
     - `OSError`: when the file is not a readable netCDF file (truncated, corrupt,
         or another format), naming `path`.
+
+    **Warns:**
+
+    - `UserWarning`: for a netCDF file that ebm did not write (no `ebm_result`
+        attribute), returned as `xarray.open_dataset` reads it.
     """
     xarray = _xarray()
     if not pathlib.Path(path).is_file():
         raise FileNotFoundError(f"`path` {path}: no such file.")
     try:
         with xarray.open_dataset(path, engine="netcdf4", decode_times=False) as dataset:
-            return dataset.load()
+            dataset = dataset.load()
     except (OSError, ValueError) as error:
         raise OSError(
             f"`path` {path} is not a readable netCDF file (truncated or corrupt?): "
             f"{error}"
         ) from error
+    if "ebm_result" not in dataset.attrs:
+        warnings.warn(
+            f"`path` {path} was not written by ebm (it has no `ebm_result` "
+            "attribute): returned as xarray reads it; ebm's plots and CLI may not "
+            "understand its variables.",
+            UserWarning,
+            stacklevel=2,
+        )
+    return dataset

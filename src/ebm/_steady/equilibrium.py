@@ -39,7 +39,7 @@ import numpy as np
 import optimistix as optx
 from jaxtyping import Array, Bool, Float, Int
 
-from .._checks import check_count, known_value
+from .._checks import check_count, check_threshold, known_value
 from .._custom_types import Scalar, Temperature
 from .._model.grid import Grid
 from .._model.model import (
@@ -210,13 +210,14 @@ def equilibrium(
     **Raises:**
 
     - `ValueError`: for an unknown `start`, one of the wrong shape or not finite,
-        or `max_steps` not an integer >= 1.
+        `max_steps` not an integer >= 1, or `near_fold` not a positive number.
     - `EquinoxRuntimeError` (with `throw=True`): when the solve did not converge
         to a stable root, or produced non-finite values. (Raised on the host when
         the call returns; under the caller's own `jit` or `vmap`, by the
         `eqx.error_if` this threads onto the result.)
     """
     check_count("max_steps", max_steps, 1)
+    check_threshold("near_fold", near_fold, optional=True)
     model = resolve_model(model, grid)
     params = check_params(params)
     # Checked here, not inside jit, so that a bad start is a ValueError at once.

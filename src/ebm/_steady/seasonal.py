@@ -109,6 +109,37 @@ def _resolve_year(stepper, checkpoint, steps_per_year):
     return resolve_stepper(stepper), checkpoint
 
 
+def _inaccurate_message(cycle, error_tolerance, stepper, steps_per_year) -> str | None:
+    """The time-stepping error's refusal with its numbers and the remedies that
+    apply to `stepper`, where the run is known to have failed by it; else `None`
+    (the result's own message)."""
+    step_error = known_value(cycle.step_error)
+    if cycle.result.is_traced() or step_error is None:
+        return None
+    inaccurate = np.asarray(cycle.result == RESULTS.inaccurate_step)
+    successful = np.asarray(cycle.result == RESULTS.successful)
+    if not (np.any(inaccurate) and np.all(inaccurate | successful)):
+        return None
+    remedies = [f"more steps per year (`steps_per_year`, now {steps_per_year})"]
+    if getattr(stepper, "name", None) != "imex":
+        remedies.append(
+            "stepper='imex' (at a sharp ice edge the linearly implicit steppers "
+            "go wrong)"
+        )
+    remedies += [
+        "a wider ice transition (`ice_width`)",
+        "a larger `error_tolerance` if that error is acceptable",
+    ]
+    return (
+        f"The fixed-step run's estimated time-stepping error, "
+        f"{float(np.max(step_error)):.3g} K at its worst cell (its steps' local error "
+        "estimates, accumulated over about a year), exceeds `error_tolerance` = "
+        f"{float(np.max(error_tolerance)):.3g} K with {type(stepper).__name__} and "
+        f"{steps_per_year} steps a year. Take {', '.join(remedies[:-1])} or "
+        f"{remedies[-1]}."
+    )
+
+
 def _check_orbit(T, params: Params) -> Temperature:
     """Reject orbital parameters that construction could not check."""
     values = [params.eccentricity, params.obliquity, params.long_peri]
@@ -440,7 +471,10 @@ def periodic_equilibrium(
         # Each step is a year or more of work: show every one.
         progress_meter(progress, refresh_steps=1),
     )
-    return raise_if_failed(cycle, cycle.result) if throw else cycle
+    if not throw:
+        return cycle
+    message = _inaccurate_message(cycle, error_tolerance, stepper, steps_per_year)
+    return raise_if_failed(cycle, cycle.result, message)
 
 
 @eqx.filter_jit
@@ -552,7 +586,10 @@ def seasonal_spinup(
         # Each step is a year or more of work: show every one.
         progress_meter(progress, refresh_steps=1),
     )
-    return raise_if_failed(cycle, cycle.result) if throw else cycle
+    if not throw:
+        return cycle
+    message = _inaccurate_message(cycle, error_tolerance, stepper, steps_per_year)
+    return raise_if_failed(cycle, cycle.result, message)
 
 
 @eqx.filter_jit

@@ -84,14 +84,14 @@ _known_stability_limit = eqx.filter_jit(stability_limit)
 
 
 def resolve_error_tolerance(error_tolerance, stepper: AbstractStepper):
-    """`error_tolerance`, or the stepper's default for `None`.
+    """`error_tolerance` as a float array, or the stepper's default for `None`.
 
     **Raises:**
 
     - `ValueError`: unless it is a positive number, K (`inf` turns the check off).
     """
     if error_tolerance is None:
-        return default_error_tolerance(stepper)
+        error_tolerance = default_error_tolerance(stepper)
     valid = not isinstance(error_tolerance, bool)
     if valid and not isinstance(error_tolerance, jax.core.Tracer):
         value = np.asarray(error_tolerance)
@@ -105,7 +105,8 @@ def resolve_error_tolerance(error_tolerance, stepper: AbstractStepper):
             "`error_tolerance` must be None or a positive number of K (inf to turn "
             f"the check off), got {error_tolerance!r}."
         )
-    return error_tolerance
+    # An array, so that runs with other tolerances share the compiled program.
+    return jnp.asarray(error_tolerance, dtype=float)
 
 
 def fixed_step_result(
