@@ -410,7 +410,8 @@ def test_help_lists_the_terms_and_their_parameters(capsys, command):
     assert "grey-body (GreyBodyLongwave)" in out and "co2 (CO2Forcing)" in out
     assert "fixed (this model's equilibrium's albedo" in out
     # A parameter of a term that is not a default says its units and its term.
-    assert "--CO2 X atmospheric CO2 concentration (280, ppm; > 0 ppm; needs " in out
+    assert "--CO2 X atmospheric CO2 concentration (280, ppm; in (0, 1e+06] ppm" in out
+    assert "needs --forcing-term co2" in out
     assert "--emissivity X" in out and "needs --longwave grey-body" in out
 
 

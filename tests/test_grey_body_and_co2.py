@@ -44,7 +44,9 @@ def test_co2_forcing_adds_to_the_uniform_forcing_and_is_zero_at_the_reference():
     forcing = model.forcing(params, GRID)
     assert np.allclose(forcing, 5.35 * math.log(2.0) + 1.0, rtol=1e-14)
     assert np.all(model.forcing(model.Params(), GRID) == 0.0)
-    with pytest.raises(ValueError, match="`CO2` must be > 0 ppm, got 0.0"):
+    with pytest.raises(
+        ValueError, match=r"`CO2` must be in \(0, 1e\+06\] ppm.*, got 0.0"
+    ):
         model.Params(CO2=0.0)
 
 

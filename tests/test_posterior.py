@@ -59,7 +59,7 @@ def test_priors_check_their_arguments():
 
 def test_uniform_on_an_unbounded_parameter_needs_its_ends():
     with pytest.raises(ValueError, match="no finite lower end"):
-        ebm.Uniform().coordinate(ebm.Params.declaration("A"))
+        ebm.Uniform().coordinate(ebm.Params.declaration("long_peri"))
     support = ebm.Uniform().coordinate(ebm.Params.declaration("a0"))
     assert (support.lower, support.upper, support.transform) == (0.0, 1.0, "logit")
 

@@ -155,7 +155,7 @@ def test_cli_help_shows_each_parameter_with_units_and_meaning():
     assert done.returncode == 0, done.stderr
     text = " ".join(done.stdout.split())
     for parameter in ebm.Params.declarations:
-        assert f"--{parameter.name}" in text
+        assert f"--{parameter.name.replace('_', '-')}" in text
         assert " ".join(parameter.long_name.split()) in text
     assert "meridional heat diffusivity (0.555, W m-2 K-1; >= 0 W m-2 K-1)" in text
     assert np.isfinite(ebm.Params.declaration("D").default)

@@ -607,6 +607,9 @@ def save(result, path, params: Params | None = None, *, model=None) -> pathlib.P
         if isinstance(result, xarray.Dataset)
         else to_dataset(result, params, model=model)
     )
+    if "ebm_result" not in dataset.attrs:
+        # A Dataset of the caller's own: marked as written by ebm, for `load`.
+        dataset = dataset.assign_attrs(ebm_result="dataset")
     path = pathlib.Path(path)
     # Write through a symbolic link, not over it (os.replace would swap the link for
     # a file); relative links resolve from the link's own folder.

@@ -75,8 +75,7 @@ class Parameter:
     - `note`: words added to the range in messages ("a closed orbit").
     - `transform`: `"log"`, `"logit"` or `"none"`: the coordinate `ebm.fit` moves
         the parameter in, so that it stays in its range: `log(x - lower)` (needs
-        `lower`; an `upper` end far from the values in use is checked, not mapped),
-        `log((x - lower) / (upper - x))` (needs both ends), or `x`.
+        `lower`), `log((x - lower) / (upper - x))` (needs both ends), or `x`.
         Applied elementwise to a profile.
     - `profile`: `None` for a scalar; `"bounds"` for a profile in latitude with one
         value per cell bound (`grid.n_lat + 1`, as a diffusivity), `"cells"` for one
@@ -114,10 +113,10 @@ class Parameter:
                 f"Parameter {self.name!r}: `profile` must be one of {PROFILES}, got "
                 f"{self.profile!r}."
             )
-        if self.transform == "log" and self.lower is None:
+        if self.transform == "log" and (self.lower is None or self.upper is not None):
             raise ValueError(
-                f"Parameter {self.name!r}: the log transform needs a `lower` end, "
-                f"got [{self.lower}, {self.upper}]."
+                f"Parameter {self.name!r}: the log transform needs a `lower` end and "
+                f"no `upper` one, got [{self.lower}, {self.upper}]."
             )
         if self.transform == "logit" and (self.lower is None or self.upper is None):
             raise ValueError(

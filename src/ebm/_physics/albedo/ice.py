@@ -40,6 +40,7 @@ A2 = Parameter(
     lower=-1.0,
     upper=2.0,
     note="and with `a0` an albedo in [0, 1] from equator to pole",
+    transform="logit",
 )
 AI = Parameter(
     "ai", 0.62, "1", "albedo of ice", lower=0.0, upper=1.0, transform="logit"
@@ -51,6 +52,7 @@ TF = Parameter(
     "temperature below which the surface is ice-covered",
     lower=-100.0,
     upper=30.0,
+    transform="logit",
 )
 ICE_WIDTH = Parameter(
     "ice_width",

@@ -32,7 +32,7 @@ CO2 = Parameter(
     upper=1e6,
     lower_open=True,
     note="a million ppm is the whole atmosphere",
-    transform="log",
+    transform="logit",
 )
 CO2_REF = Parameter(
     "CO2_ref",
@@ -43,7 +43,7 @@ CO2_REF = Parameter(
     upper=1e6,
     lower_open=True,
     note="a million ppm is the whole atmosphere",
-    transform="log",
+    transform="logit",
 )
 
 

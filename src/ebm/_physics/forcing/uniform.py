@@ -23,6 +23,7 @@ FORCING = Parameter(
     lower=-500.0,
     upper=500.0,
     note="twice the sunlight the Earth absorbs",
+    transform="logit",
 )
 
 

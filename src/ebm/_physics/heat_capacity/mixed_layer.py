@@ -31,7 +31,7 @@ WATER_DEPTH = Parameter(
     upper=11000.0,
     lower_open=True,
     note="the deepest ocean is 10,935 m",
-    transform="log",
+    transform="logit",
 )
 
 

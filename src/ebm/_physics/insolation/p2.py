@@ -23,7 +23,7 @@ S0 = Parameter(
     lower=0.0,
     upper=20000.0,
     note="Mercury's at perihelion is 14,500 W m-2",
-    transform="log",
+    transform="logit",
 )
 S2 = Parameter(
     "s2",
@@ -33,6 +33,7 @@ S2 = Parameter(
     lower=-1.0,
     upper=2.0,
     note="so that the insolation `1 + s2 P2` is nowhere negative",
+    transform="logit",
 )
 
 

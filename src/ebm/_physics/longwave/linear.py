@@ -19,6 +19,7 @@ A = Parameter(
     lower=0.0,
     upper=316.0,
     note="at most a black body's emission at 0 degC, 315.6 W m-2",
+    transform="logit",
 )
 B = Parameter(
     "B",
