@@ -138,7 +138,7 @@ def test_adam_keeps_parameters_physical_and_lowers_the_loss(params):
 
 
 def test_constraint_transforms_round_trip():
-    for name, value in (("D", 0.555), ("a0", 0.3), ("A", -4.0)):
+    for name, value in (("D", 0.555), ("a0", 0.3), ("A", 210.0), ("long_peri", -4.0)):
         coordinate = to_unconstrained(name, jnp.asarray(value))
         assert np.isclose(from_unconstrained(name, coordinate), value, rtol=1e-14)
 
