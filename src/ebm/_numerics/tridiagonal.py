@@ -45,7 +45,8 @@ def _gtsv_one_at_a_time(axis_size, in_batched, *args):
     # threads and waits for them; two such solves running at once, each from one of
     # those threads (as the independent solves of a batched while loop do), wait on
     # each other for ever once the batch is large enough to split (jaxlib 0.10:
-    # `jax.jit(jax.vmap(ebm.equilibrium))` over 2,000 members hung with idle cores).
+    # `jax.jit(jax.vmap(ebm.equilibrium))` over 1,000 values of `S0` across the
+    # snowball fold hung with idle cores).
     # So a batch is solved one system after another, each exactly as alone.
     args = [
         arg if batched else jnp.broadcast_to(arg, (axis_size, *arg.shape))
