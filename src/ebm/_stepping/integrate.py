@@ -449,7 +449,12 @@ def integrate(
     adjoint_name = adjoint if isinstance(adjoint, str) else type(adjoint).__name__
     adjoint = resolve_adjoint(adjoint)
     solver = resolve_solver(solver)
-    scales = start_time_scales(params, model, T0)
+    # The model's time scales, where the default controller or backsolve needs them
+    # (a user's controller, budget and adjoint need none: no program to compile).
+    needs_scales = stepsize_controller is None or isinstance(
+        adjoint, diffrax.BacksolveAdjoint
+    )
+    scales = start_time_scales(params, model, T0) if needs_scales else None
     if max_steps is None:
         # A user's controller has no known cap: the bound alone, no estimate.
         max_steps = (
