@@ -246,6 +246,15 @@ def test_forward_sensitivity_equals_reverse_and_finite_differences(params, outpu
         assert np.isclose(forward[name], expected, rtol=1e-6), name
 
 
+def test_southern_ice_edge_sensitivity_mirrors_the_northern(params):
+    # ebm's default model is symmetric about the equator.
+    north = sensitivity(params, "ice_edge")
+    south = sensitivity(params, "ice_edge_south")
+    assert float(south.value) == pytest.approx(-float(north.value), abs=1e-9)
+    for name in NAMES:
+        assert np.isclose(south[name], -north[name], rtol=1e-7, atol=1e-9), name
+
+
 def test_trajectory_profile_sensitivity_matches_finite_differences(params):
     names = ("D", "B", "forcing")
     result = sensitivity(params, "T", names=names, through="trajectory", years=2.0)

@@ -119,6 +119,38 @@ def test_file_years_are_model_years_at_any_length():
     assert all((date.month, date.day) == (1, 1) for date in decoded)
 
 
+@pytest.mark.parametrize(
+    ("kind", "names"),
+    [
+        ("equilibrium", ["ice_edge", "ice_edge_south"]),
+        ("trajectory", ["ice_edge", "ice_edge_south"]),
+        (
+            "seasonal cycle",
+            [
+                "ice_edge",
+                "ice_edge_south",
+                "annual_mean_ice_edge",
+                "annual_mean_ice_edge_south",
+                "ice_edge_range",
+                "ice_edge_south_range",
+            ],
+        ),
+        ("branch", ["ice_edge", "ice_edge_south", "fold_ice_edge_south"]),
+    ],
+)
+def test_files_hold_both_hemispheres_ice_edges(results, kind, names):
+    result, model = results[kind]
+    dataset = ebm.to_dataset(result, PARAMS, model=model)
+    for name in names:
+        assert name in dataset, name
+    south, north = dataset["ice_edge_south"].values, dataset["ice_edge"].values
+    assert dataset["ice_edge_south"].attrs["units"] == "degrees_north"
+    assert np.all((-90.0 <= south) & (south <= 0.0) & (0.0 <= north))
+    if kind != "seasonal cycle":
+        # ebm's default model is symmetric about the equator.
+        np.testing.assert_allclose(south, -north, atol=1e-9)
+
+
 def test_equilibrium_dataset_holds_the_fluxes(results):
     state, model = results["equilibrium"]
     dataset = ebm.to_dataset(state, PARAMS, model=model)
@@ -289,6 +321,16 @@ def test_sensitivity_lines_have_a_colour_each_and_the_seasonal_axes_their_units(
     labels = {axis.get_ylabel() for axis in figure.axes}
     assert "annual mean (°C)" in labels
     assert "amplitude, half the seasonal range (K)" in labels
+    # Both hemispheres' ice edges are drawn, and their annual means and ranges
+    # given in the title.
+    edges = {
+        line.get_label(): line.get_ydata() for line in figure.axes[0].get_lines()
+    }
+    np.testing.assert_array_equal(edges["ice edge (S)"], cycle.ice_edge_south)
+    np.testing.assert_array_equal(edges["ice edge (N)"], cycle.ice_edge)
+    title = figure.get_suptitle()
+    assert f"{-float(cycle.annual_mean_ice_edge_south):.1f}°S" in title
+    assert f"range {float(cycle.ice_edge_south_range):.1f}°" in title
     import matplotlib.pyplot as plt
 
     plt.close("all")

@@ -201,10 +201,35 @@ def test_ice_edge_on_an_odd_grid_starts_at_the_equator_cell(n_lat):
     assert float(ebm.ice_edge(jnp.full(n_lat, 26.0), params, grid)) == 90.0
 
 
+@pytest.mark.parametrize("n_lat", [6, 7])
+def test_each_hemisphere_has_its_own_ice_edge(n_lat):
+    # Only the northern edge was reported: an asymmetric state needs both.
+    grid = ebm.Grid(n_lat)
+    params = ebm.Params()
+    lat = np.asarray(grid.lat)
+    # Warm to 40 degrees north and to 65 degrees south, linear in latitude.
+    T = jnp.asarray(
+        params.Tf + np.where(lat >= 0, 40.0 - lat, 65.0 + lat) / 10.0, float
+    )
+    north = float(ebm.ice_edge(T, params, grid))
+    south = float(ebm.ice_edge(T, params, grid, "south"))
+    assert north == pytest.approx(40.0, abs=1e-9)
+    assert south == pytest.approx(-65.0, abs=1e-9)
+    # Ice-free south: -90; snowball: 0.
+    T = jnp.where(jnp.asarray(lat) < 0, 30.0, T)
+    assert float(ebm.ice_edge(T, params, grid, "south")) == -90.0
+    frozen = jnp.full(n_lat, -40.0)
+    assert float(ebm.ice_edge(frozen, params, grid, "south")) == 0.0
+    with pytest.raises(ValueError, match="`hemisphere` must be 'north' or 'south'"):
+        ebm.ice_edge(T, params, grid, "east")
+
+
 def test_coarse_equilibrium_reports_its_ice_edge():
     state = ebm.equilibrium(ebm.Params(), grid=ebm.Grid(3))
     assert state.T[1] > ebm.Params().Tf > state.T[2]
     assert 0.0 < float(state.ice_edge) < 60.0
+    # A symmetric model's southern edge is the northern one's mirror.
+    assert float(state.ice_edge_south) == pytest.approx(-float(state.ice_edge))
 
 
 @pytest.mark.parametrize("lat", [100.0, -90.5, float("nan")])

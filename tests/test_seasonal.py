@@ -363,6 +363,16 @@ def test_seasonal_cycle_physics(cycle):
     edge = np.asarray(cycle.ice_edge)
     assert edge.max() - edge.min() > 5.0
     assert float(cycle.annual_mean_ice_edge) == pytest.approx(edge.mean())
+    # Each hemisphere's edge retreats in its own summer: the southern one is
+    # furthest from the equator in January, the northern one in July.
+    south = np.asarray(cycle.ice_edge_south)
+    assert south[january] < south[july] < 0.0 < edge[january] < edge[july]
+    assert float(cycle.ice_edge_range) == pytest.approx(np.ptp(edge))
+    assert float(cycle.ice_edge_south_range) == pytest.approx(np.ptp(south))
+    assert float(cycle.annual_mean_ice_edge_south) == pytest.approx(south.mean())
+    # The orbit is eccentric (perihelion in southern summer): the two hemispheres'
+    # cycles are not mirror images: the southern edge's range is the wider.
+    assert np.ptp(south) > np.ptp(edge) + 1.0
     # The annual mean of the cycle is close to, not equal to, the annual-mean model's.
     annual_model = ebm.EnergyBalanceModel(
         grid=GRID, insolation=ebm.AnnualMeanInsolation()

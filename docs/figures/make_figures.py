@@ -154,7 +154,7 @@ def sensitivity(path):
 @figure(
     "The periodic seasonal cycle of `ebm.Params()` with daily insolation "
     "(`ebm.periodic_equilibrium`, 30 cells, 73 steps a year): temperature against "
-    "day and latitude with the `Tf` contour and the northern ice edge; the annual "
+    "day and latitude with the `Tf` contour and each hemisphere's ice edge; the annual "
     "mean and amplitude of each latitude."
 )
 def seasonal_cycle(path):

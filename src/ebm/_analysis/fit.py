@@ -490,7 +490,7 @@ def _fit_step(loss: _Loss, optimizer: optax.GradientTransformation, coordinates,
 
 # --- Sensitivities ---------------------------------------------------------------
 
-OUTPUTS = ("T", "global_mean", "ice_edge")
+OUTPUTS = ("T", "global_mean", "ice_edge", "ice_edge_south")
 
 
 class Sensitivity(eqx.Module):
@@ -498,8 +498,8 @@ class Sensitivity(eqx.Module):
 
     **Attributes:**
 
-    - `output`: `"T"`, `"global_mean"` or `"ice_edge"`.
-    - `value`: the output itself (degC, or degrees for the ice edge).
+    - `output`: `"T"`, `"global_mean"`, `"ice_edge"` or `"ice_edge_south"`.
+    - `value`: the output itself (degC, or degrees north for an ice edge).
     - `names`: the parameters, in order.
     - `jacobian`: `{name: d output / d name}`, each shaped like `value`.
     - `lat`: cell centres, degrees north.
@@ -533,7 +533,8 @@ def sensitivity(
     **Arguments:**
 
     - `params`: where to differentiate.
-    - `output`: `"T"` (the profile), `"global_mean"` or `"ice_edge"`.
+    - `output`: `"T"` (the profile), `"global_mean"`, `"ice_edge"` or
+        `"ice_edge_south"` (degrees north).
     - `names`: the parameters (default: every `Params` field).
     - `through`: `"equilibrium"` (implicit differentiation of the root-find) or
         `"trajectory"` (the state after `years` from `T0`, under
@@ -652,7 +653,7 @@ class Hessian(eqx.Module):
 
     **Attributes:**
 
-    - `output`: `"global_mean"` or `"ice_edge"`.
+    - `output`: `"global_mean"`, `"ice_edge"` or `"ice_edge_south"`.
     - `names`: the parameters, in order.
     - `gradient`: first derivatives, in the order of `names`.
     - `matrix`: `matrix[i, j] = d2 output / d names[i] d names[j]`.
@@ -686,9 +687,10 @@ def hessian(
     **Arguments:**
 
     - `params`: where to differentiate.
-    - `output`: `"global_mean"` or `"ice_edge"`, or a function `fn(state, params)`
-        of the `ebm.Equilibrium` (or `ebm.Trajectory`) and the parameters that
-        returns a scalar (a log likelihood, say).
+    - `output`: `"global_mean"`, `"ice_edge"` or `"ice_edge_south"`, or a
+        function `fn(state, params)` of the `ebm.Equilibrium` (or
+        `ebm.Trajectory`) and the parameters that returns a scalar (a log
+        likelihood, say).
     - `names`: one or more `Params` fields (default `("D", "B")`).
     - `through`, `years`, `T0`, `grid`, `model`, `start`, `near_fold`: as for
         `ebm.sensitivity` (second derivatives near a fold grow faster still).

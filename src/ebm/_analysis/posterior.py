@@ -9,12 +9,12 @@ $$\log p(\theta \mid y) = \sum_k \log p_k(\theta_k)
 with independent priors $p_k$ per parameter (`ebm.Normal`, `ebm.LogNormal`,
 `ebm.Uniform`, `ebm.LogDensity`) and a Gaussian likelihood: each observed value
 $y_{o,i}$ of output $o$ (the temperature profile `"T"` in degC, `"global_mean"`,
-`"ice_edge"` in degrees, `"heat_transport"` in PW) is the model's $f_{o,i}(\theta)$
-plus independent noise of standard deviation $\sigma_o$, given or itself sampled
-under a prior (parameter `noise_<output>`). $f$ is the equilibrium reached from
-the observations' branch (gradients by implicit differentiation: one linear solve
-per gradient) or snapshots of a run (`ebm.integrate`, gradients under the adjoint
-chosen).
+`"ice_edge"` and `"ice_edge_south"` in degrees north, `"heat_transport"` in PW)
+is the model's $f_{o,i}(\theta)$ plus independent noise of standard deviation
+$\sigma_o$, given or itself sampled under a prior (parameter `noise_<output>`).
+$f$ is the equilibrium reached from the observations' branch (gradients by
+implicit differentiation: one linear solve per gradient) or snapshots of a run
+(`ebm.integrate`, gradients under the adjoint chosen).
 
 Sampling is blackjax's NUTS with Stan's window adaptation of the step size and a
 dense mass matrix, one chain per `jax.vmap` lane. Each parameter is sampled in the
@@ -63,7 +63,7 @@ from .fit import check_names, hessian, snapshots, with_values
 from .priors import AbstractPrior
 
 
-OBSERVABLES = ("T", "global_mean", "ice_edge", "heat_transport")
+OBSERVABLES = ("T", "global_mean", "ice_edge", "ice_edge_south", "heat_transport")
 """The outputs that can be observed."""
 
 DERIVED = ("ecs", "snowball_S0")
@@ -79,7 +79,11 @@ def _observe(model: EnergyBalanceModel, params, T, output: str):
         return T
     if output == "global_mean":
         return model.grid.global_mean(T)
-    fn = {"ice_edge": model.ice_edge, "heat_transport": model.heat_transport}[output]
+    fn = {
+        "ice_edge": model.ice_edge,
+        "ice_edge_south": lambda T, params: model.ice_edge(T, params, "south"),
+        "heat_transport": model.heat_transport,
+    }[output]
     for _ in range(T.ndim - 1):
         fn = jax.vmap(fn, in_axes=(0, None))
     return fn(T, params)
@@ -640,7 +644,8 @@ def posterior(
         sets the branch.
     - `observed`: an array of the temperature profile (degC, `(n_lat,)`; for
         `through="trajectory"`, `(len(times), n_lat)`), or `{output: array}` for
-        any of `"T"`, `"global_mean"`, `"ice_edge"` (degrees), `"heat_transport"`
+        any of `"T"`, `"global_mean"`, `"ice_edge"`, `"ice_edge_south"` (degrees
+        north), `"heat_transport"`
         (PW, on the `n_lat + 1` cell bounds), each with the same leading
         `len(times)` axis through a trajectory.
     - `priors`: `{name: prior}` for each parameter to sample (an `ebm.Normal`,
@@ -1035,6 +1040,7 @@ def _check_observed(observed, through, times, grid) -> dict[str, Array]:
         "T": (grid.n_lat,),
         "global_mean": (),
         "ice_edge": (),
+        "ice_edge_south": (),
         "heat_transport": (grid.n_lat + 1,),
     }
     checked = {}

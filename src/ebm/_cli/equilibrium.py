@@ -55,6 +55,7 @@ def run(arguments) -> dict:
         "params": common.floats(params),
         "global_mean_degC": float(state.global_mean),
         "ice_edge_degN": float(state.ice_edge),
+        "ice_edge_south_degN": float(state.ice_edge_south),
         "stable": bool(state.stable),
         "leading_eigenvalue_W_m2_K": float(state.leading_eigenvalue),
         "residual_W_m2": float(state.residual),
@@ -86,7 +87,8 @@ def print_summary(report: dict) -> None:
     terms = ", ".join(f"{kind} {name}" for kind, name in report["terms"].items())
     print(f"  terms: {terms}")
     print(f"  global mean temperature  {report['global_mean_degC']:10.4f} degC")
-    print(f"  ice edge                 {report['ice_edge_degN']:10.4f} degN")
+    print(f"  ice edge, north          {report['ice_edge_degN']:10.4f} degN")
+    print(f"  ice edge, south          {report['ice_edge_south_degN']:10.4f} degN")
     print("  d(global mean)/d(parameter), implicit differentiation:")
     for name, value in report["d_global_mean_d"].items():
         marker = "  <- diffusivity" if name == "D" else ""

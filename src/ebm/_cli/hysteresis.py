@@ -87,6 +87,7 @@ def run(arguments) -> dict:
             {
                 "value": float(fold.value),
                 "ice_edge_degN": float(fold.ice_edge),
+                "ice_edge_south_degN": float(fold.ice_edge_south),
                 "global_mean_degC": float(fold.global_mean),
                 "branches_exist": "above" if int(fold.side) > 0 else "below",
             }

@@ -151,6 +151,7 @@ def run(arguments) -> dict:
         "params": common.floats(params),
         "global_mean_degC": float(trajectory.global_mean),
         "ice_edge_degN": float(trajectory.ice_edge),
+        "ice_edge_south_degN": float(trajectory.ice_edge_south),
         "num_steps": int(trajectory.num_steps),
         "d_final_global_mean_d": common.floats(gradient),
     }

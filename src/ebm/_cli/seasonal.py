@@ -70,6 +70,11 @@ def run(arguments) -> dict:
             float(cycle.ice_edge.min()),
             float(cycle.ice_edge.max()),
         ],
+        "annual_mean_ice_edge_south_degN": float(cycle.annual_mean_ice_edge_south),
+        "ice_edge_south_range_degN": [
+            float(cycle.ice_edge_south.min()),
+            float(cycle.ice_edge_south.max()),
+        ],
         "amplitude_K_north_pole": float(cycle.amplitude[-1]),
     }
 

@@ -170,6 +170,9 @@ def _equilibrium_variables(state, container: type[Params]) -> dict:
         "ice_edge": _scalar(
             state.ice_edge, "degrees_north", "northern-hemisphere ice edge"
         ),
+        "ice_edge_south": _scalar(
+            state.ice_edge_south, "degrees_north", "southern-hemisphere ice edge"
+        ),
         "residual": _scalar(state.residual, "W m-2", "largest energy-budget residual"),
         "leading_eigenvalue": _scalar(
             state.leading_eigenvalue,
@@ -232,6 +235,11 @@ def _trajectory_variables(trajectory, container: type[Params]) -> dict:
         "ice_edge": _scalar(
             trajectory.ice_edge, "degrees_north", "final northern-hemisphere ice edge"
         ),
+        "ice_edge_south": _scalar(
+            trajectory.ice_edge_south,
+            "degrees_north",
+            "final southern-hemisphere ice edge",
+        ),
         "num_steps": _scalar(trajectory.num_steps, "1", "time steps taken"),
     }
     if trajectory.Ts is not None:
@@ -275,8 +283,30 @@ def _seasonal_variables(cycle, container: type[Params]) -> dict:
             _array(cycle.ice_edge),
             {"units": "degrees_north", "long_name": "northern-hemisphere ice edge"},
         ),
+        "ice_edge_south": (
+            "time",
+            _array(cycle.ice_edge_south),
+            {"units": "degrees_north", "long_name": "southern-hemisphere ice edge"},
+        ),
         "annual_mean_ice_edge": _scalar(
-            cycle.annual_mean_ice_edge, "degrees_north", "ice edge, annual mean"
+            cycle.annual_mean_ice_edge,
+            "degrees_north",
+            "northern-hemisphere ice edge, annual mean",
+        ),
+        "annual_mean_ice_edge_south": _scalar(
+            cycle.annual_mean_ice_edge_south,
+            "degrees_north",
+            "southern-hemisphere ice edge, annual mean",
+        ),
+        "ice_edge_range": _scalar(
+            cycle.ice_edge_range,
+            "degrees",
+            "annual range of the northern-hemisphere ice edge (max - min)",
+        ),
+        "ice_edge_south_range": _scalar(
+            cycle.ice_edge_south_range,
+            "degrees",
+            "annual range of the southern-hemisphere ice edge (max - min)",
         ),
         "residual": _scalar(cycle.residual, "K", "largest change over one year"),
         "num_steps": _scalar(cycle.num_steps, "1", "Newton steps (or years)"),
@@ -303,6 +333,11 @@ def _branch_variables(branch, container: type[Params]) -> dict:
             _array(branch.ice_edge),
             {"units": "degrees_north", "long_name": "northern-hemisphere ice edge"},
         ),
+        "ice_edge_south": (
+            point,
+            _array(branch.ice_edge_south),
+            {"units": "degrees_north", "long_name": "southern-hemisphere ice edge"},
+        ),
         "leading_eigenvalue": (
             point,
             _array(branch.leading_eigenvalue),
@@ -327,7 +362,18 @@ def _branch_variables(branch, container: type[Params]) -> dict:
         "fold_ice_edge": (
             "fold",
             np.array([float(f.ice_edge) for f in branch.folds]),
-            {"units": "degrees_north", "long_name": "ice edge at each fold"},
+            {
+                "units": "degrees_north",
+                "long_name": "northern-hemisphere ice edge at each fold",
+            },
+        ),
+        "fold_ice_edge_south": (
+            "fold",
+            np.array([float(f.ice_edge_south) for f in branch.folds]),
+            {
+                "units": "degrees_north",
+                "long_name": "southern-hemisphere ice edge at each fold",
+            },
         ),
         "fold_global_mean": (
             "fold",
@@ -369,7 +415,12 @@ def _fit_variables(fit, container: type[Params]) -> dict:
     return variables
 
 
-_OUTPUT_UNITS = {"T": "degC", "global_mean": "degC", "ice_edge": "degrees_north"}
+_OUTPUT_UNITS = {
+    "T": "degC",
+    "global_mean": "degC",
+    "ice_edge": "degrees_north",
+    "ice_edge_south": "degrees_north",
+}
 
 
 def _derivative_attributes(

@@ -100,7 +100,8 @@ def plot_equilibrium(equilibrium, *, params=None, ax=None, path=None, label=None
     **Arguments:**
 
     - `equilibrium`: an `ebm.Equilibrium` (or anything with `.lat`, `.T`,
-        `.ice_edge`, `.global_mean`).
+        `.ice_edge`, `.global_mean`, and optionally `.ice_edge_south`; without it
+        the southern edge is drawn as the northern one's mirror).
     - `params`: the `ebm.Params` it was computed with, for the `Tf` line (default
         `ebm.Params()`).
     - `ax`: a matplotlib axes to draw on (default: a new figure).
@@ -117,6 +118,7 @@ def plot_equilibrium(equilibrium, *, params=None, ax=None, path=None, label=None
     freezing = _freezing(params)
     lat, T = np.asarray(equilibrium.lat), np.asarray(equilibrium.T)
     edge = float(equilibrium.ice_edge)
+    south = float(getattr(equilibrium, "ice_edge_south", -edge))
     failure = _failure(equilibrium)
     # Drawn over a previous profile (`ax=`), the edge takes its profile's colour,
     # its label goes above the last one, and `Tf` is drawn once.
@@ -133,9 +135,10 @@ def plot_equilibrium(equilibrium, *, params=None, ax=None, path=None, label=None
         )
     if not any(other.get_label() == "Tf" for other in ax.get_lines()):
         ax.axhline(freezing, color="0.6", ls=":", label="Tf")
+    for value in (edge, south):
+        if 0 < abs(value) < 90:
+            ax.axvline(value, color=line.get_color(), ls="--", lw=1)
     if 0 < edge < 90:
-        for sign in (-1, 1):
-            ax.axvline(sign * edge, color=line.get_color(), ls="--", lw=1)
         ax.annotate(
             f"ice edge {edge:.1f}°",
             (edge, freezing),
@@ -149,10 +152,13 @@ def plot_equilibrium(equilibrium, *, params=None, ax=None, path=None, label=None
     ax.set_ylabel("surface temperature (°C)")
     ax.set_xlim(-90, 90)
     ax.set_xticks(np.arange(-90, 91, 30))
+    edges = (
+        f"ice edge {edge:.1f}°N"
+        if abs(edge + south) < 0.05
+        else f"ice edges {edge:.1f}°N, {-south:.1f}°S"
+    )
     _mark_failure(
-        ax,
-        f"global mean {float(equilibrium.global_mean):.2f} °C, ice edge {edge:.1f}°N",
-        failure,
+        ax, f"global mean {float(equilibrium.global_mean):.2f} °C, {edges}", failure
     )
     ax.legend(loc="lower center")
     _save(fig, path)
@@ -367,6 +373,10 @@ def plot_branch(branch, *, ax=None, path=None, label=None, color=None, annotate=
     )
     axes[0].plot([], [], color=color, lw=1.2, ls="--", label="unstable")
     axes[0].plot([], [], "o", color=color, ms=5, label="fold")
+    south = -np.asarray(branch.ice_edge_south)
+    if np.max(np.abs(south - np.asarray(branch.ice_edge)), initial=0.0) > 0.05:
+        # An asymmetric model: the southern edge too, as a distance from the equator.
+        axes[0].plot(values, south, color=color, ls=":", lw=1, label="ice edge (°S)")
     axes[0].set_ylabel("ice edge (°N)")
     axes[0].set_ylim(-3, 93)
     axes[0].set_yticks(np.arange(0, 91, 15))
@@ -394,7 +404,8 @@ def plot_seasonal_cycle(cycle, *, params=None, ax=None, path=None, title=None):
     """A latitude-time (Hovmoller) plot of a seasonal cycle, and its amplitude.
 
     Left: temperature against day of year and latitude, with the `Tf` contour (the
-    ice threshold) and the northern ice edge. Right: the annual mean and half the
+    ice threshold) and each hemisphere's ice edge (the title gives their annual
+    means and ranges). Right: the annual mean and half the
     seasonal range of each latitude.
 
     **Arguments:**
@@ -421,6 +432,14 @@ def plot_seasonal_cycle(cycle, *, params=None, ax=None, path=None, title=None):
     hovmoller.plot(
         day, np.asarray(cycle.ice_edge), color="tab:cyan", lw=2, label="ice edge (N)"
     )
+    hovmoller.plot(
+        day,
+        np.asarray(cycle.ice_edge_south),
+        color="tab:cyan",
+        lw=2,
+        ls="--",
+        label="ice edge (S)",
+    )
     hovmoller.set_xlabel("day of year")
     hovmoller.set_xlim(0, DAYS_PER_YEAR)
     hovmoller.legend(loc="lower right")
@@ -444,7 +463,10 @@ def plot_seasonal_cycle(cycle, *, params=None, ax=None, path=None, title=None):
         title
         or (
             f"seasonal cycle: global mean {float(cycle.annual_global_mean):.2f} °C, "
-            f"mean ice edge {float(cycle.annual_mean_ice_edge):.1f}°N"
+            f"mean ice edges {float(cycle.annual_mean_ice_edge):.1f}°N "
+            f"(range {float(cycle.ice_edge_range):.1f}°), "
+            f"{-float(cycle.annual_mean_ice_edge_south):.1f}°S "
+            f"(range {float(cycle.ice_edge_south_range):.1f}°)"
         ),
         _failure(cycle),
         figure=True,

@@ -26,6 +26,7 @@ Grid, boundary conditions and discretisation are those of `ebm.Grid` and
 """
 
 import functools
+from typing import Literal
 
 import equinox as eqx
 import jax
@@ -54,17 +55,34 @@ from .parameters import AbstractParams, merge, params_class
 from .params import Params, declarations_of
 
 
-def ice_edge(T: Temperature, params: AbstractParams, grid: Grid) -> Scalar:
-    """Latitude of the northern-hemisphere ice edge, degrees.
+def ice_edge(
+    T: Temperature,
+    params: AbstractParams,
+    grid: Grid,
+    hemisphere: Literal["north", "south"] = "north",
+) -> Scalar:
+    """Latitude of one hemisphere's ice edge, degrees north.
 
-    The first crossing of `Tf`, walking from the equator to the North Pole, linearly
-    interpolated between the two cell centres that straddle it. The walk starts at
-    the equator's cell on an odd grid, and at the first northern cell on an even one
-    (no cell is centred on the equator). 90 when no cell of the walk is below `Tf`
-    (ice-free), 0 when its first cell already is (snowball). Piecewise smooth in `T`
-    and the parameters, so it has a derivative wherever the edge stays between the
-    same two cells.
+    The first crossing of `Tf`, walking from the equator to the pole of
+    `hemisphere`, linearly interpolated between the two cell centres that straddle
+    it. The walk starts at the equator's cell on an odd grid, and at the first cell
+    of the hemisphere on an even one (no cell is centred on the equator). For the
+    north: 90 when no cell of the walk is below `Tf` (ice-free), 0 when its first
+    cell already is (snowball). For the south the same with the sign of latitude:
+    -90 ice-free, 0 snowball. Piecewise smooth in `T` and the parameters, so it has
+    a derivative wherever the edge stays between the same two cells.
+
+    **Raises:**
+
+    - `ValueError`: if `hemisphere` is not `"north"` or `"south"`.
     """
+    if hemisphere == "south":
+        # The grid is symmetric: reversed, its latitudes are the negated ones.
+        return -ice_edge(T[::-1], params, grid)
+    if hemisphere != "north":
+        raise ValueError(
+            f"`hemisphere` must be 'north' or 'south', got {hemisphere!r}."
+        )
     lat = grid.lat
     # Index, not `lat >= 0`: the equator's centre is zero only to rounding.
     first_cell = grid.n_lat // 2
@@ -205,9 +223,14 @@ class EnergyBalanceModel(eqx.Module):
         """Northward heat transport through each cell bound, PW."""
         return self.transport.flux(T, params, self.grid)
 
-    def ice_edge(self, T: Temperature, params: AbstractParams) -> Scalar:
-        """Northern-hemisphere ice-edge latitude, degrees (see `ebm.ice_edge`)."""
-        return ice_edge(T, params, self.grid)
+    def ice_edge(
+        self,
+        T: Temperature,
+        params: AbstractParams,
+        hemisphere: Literal["north", "south"] = "north",
+    ) -> Scalar:
+        """One hemisphere's ice-edge latitude, degrees north (see `ebm.ice_edge`)."""
+        return ice_edge(T, params, self.grid, hemisphere)
 
     def global_mean(self, field: Float[Array, "*batch lat"]) -> Float[Array, "*batch"]:
         """Area-weighted global mean over the last axis."""

@@ -105,7 +105,10 @@ class Equilibrium(eqx.Module):
     - `T`: temperature on cell centres, degC.
     - `lat`: cell centres, degrees north.
     - `global_mean`: area-weighted mean temperature, degC.
-    - `ice_edge`: northern-hemisphere ice edge, degrees (90 ice-free, 0 snowball).
+    - `ice_edge`: northern-hemisphere ice edge, degrees north (90 ice-free, 0
+        snowball).
+    - `ice_edge_south`: southern-hemisphere ice edge, degrees north (-90 ice-free,
+        0 snowball).
     - `residual`: largest absolute energy budget at `T`, W m-2.
     - `leading_eigenvalue`: largest eigenvalue of the Jacobian of the energy budget,
         W m-2 K-1; negative for a stable state, and tending to zero at a fold. Not
@@ -125,6 +128,7 @@ class Equilibrium(eqx.Module):
     lat: Float[Array, " lat"]
     global_mean: Scalar
     ice_edge: Scalar
+    ice_edge_south: Scalar
     residual: Scalar
     leading_eigenvalue: Scalar
     condition_number: Scalar
@@ -263,15 +267,21 @@ def _equilibrium(params, model, T0, solver, adjoint, max_steps, throw):
     result = RESULTS.where(
         (result == RESULTS.successful) & ~stable, RESULTS.unstable_equilibrium, result
     )
-    outputs = (T, grid.global_mean(T), model.ice_edge(T, params))
+    outputs = (
+        T,
+        grid.global_mean(T),
+        model.ice_edge(T, params),
+        model.ice_edge(T, params, "south"),
+    )
     if not throw:
         outputs = nan_unless_successful(result, outputs, params)
-    T, global_mean, ice_edge = outputs
+    T, global_mean, ice_edge, ice_edge_south = outputs
     return Equilibrium(
         T=T,
         lat=grid.lat,
         global_mean=global_mean,
         ice_edge=ice_edge,
+        ice_edge_south=ice_edge_south,
         residual=jnp.max(jnp.abs(budget)),
         leading_eigenvalue=leading_eigenvalue,
         condition_number=condition_number,

@@ -240,8 +240,11 @@ class SeasonalCycle(eqx.Module):
     - `annual_mean`: each cell's mean temperature over the year, degC.
     - `amplitude`: half each cell's range over the year (max - min) / 2, K.
     - `global_mean`: the global mean at each time, degC.
-    - `ice_edge`: the northern-hemisphere ice edge at each time, degrees.
-    - `annual_mean_ice_edge`: the ice edge's mean over the year, degrees.
+    - `ice_edge`, `ice_edge_south`: each hemisphere's ice edge at each time,
+        degrees north.
+    - `annual_mean_ice_edge`, `annual_mean_ice_edge_south`: their means over the
+        year, degrees north; `ice_edge_range` and `ice_edge_south_range` (properties)
+        their annual ranges, max - min, degrees.
     - `residual`: largest change of any cell over the year, `max |Phi(T0) - T0|`, K.
     - `step_error`: the time stepping's estimated error over the year, K: each
         cell's local error estimates added with their signs, forgotten over a year,
@@ -260,7 +263,9 @@ class SeasonalCycle(eqx.Module):
     amplitude: Temperature
     global_mean: Float[Array, " time"]
     ice_edge: Float[Array, " time"]
+    ice_edge_south: Float[Array, " time"]
     annual_mean_ice_edge: Scalar
+    annual_mean_ice_edge_south: Scalar
     residual: Scalar
     step_error: Scalar
     result: RESULTS
@@ -273,6 +278,16 @@ class SeasonalCycle(eqx.Module):
     def annual_global_mean(self) -> Scalar:
         """The global mean over the year, degC."""
         return jnp.mean(self.global_mean)
+
+    @property
+    def ice_edge_range(self) -> Scalar:
+        """The northern ice edge's annual range, max - min over the year, degrees."""
+        return jnp.max(self.ice_edge) - jnp.min(self.ice_edge)
+
+    @property
+    def ice_edge_south_range(self) -> Scalar:
+        """The southern ice edge's annual range, max - min over the year, degrees."""
+        return jnp.max(self.ice_edge_south) - jnp.min(self.ice_edge_south)
 
     @property
     def converged(self):
@@ -298,6 +313,7 @@ def _cycle(
     result = fixed_step_result(finite, step_error, unstable, error_tolerance, result)
     model = year.model
     ice_edge = jax.vmap(model.ice_edge, in_axes=(0, None))(T, params)
+    ice_edge_south = jax.vmap(lambda T: model.ice_edge(T, params, "south"))(T)
     return SeasonalCycle(
         T0=T0,
         t=jnp.arange(year.steps) / year.steps,
@@ -307,7 +323,9 @@ def _cycle(
         amplitude=(jnp.max(T, axis=0) - jnp.min(T, axis=0)) / 2,
         global_mean=model.grid.global_mean(T),
         ice_edge=ice_edge,
+        ice_edge_south=ice_edge_south,
         annual_mean_ice_edge=jnp.mean(ice_edge),
+        annual_mean_ice_edge_south=jnp.mean(ice_edge_south),
         residual=jnp.max(jnp.abs(T_end - T0)),
         step_error=step_error,
         result=result,

@@ -335,7 +335,8 @@ class Trajectory(eqx.Module):
     - `T`: final temperature on cell centres, degC.
     - `lat`: cell centres, degrees north.
     - `global_mean`: final area-weighted mean temperature, degC.
-    - `ice_edge`: final northern-hemisphere ice edge, degrees.
+    - `ice_edge`, `ice_edge_south`: final ice edge of each hemisphere, degrees
+        north.
     - `ts`: saved times, years (`None` unless `saveat` asks for them).
     - `Ts`: saved profiles, shape `(time, lat)` (`None` unless asked for).
     - `result`: an `ebm.RESULTS` (diffrax's codes, and `nonfinite_state` for a
@@ -347,6 +348,7 @@ class Trajectory(eqx.Module):
     lat: Float[Array, " lat"]
     global_mean: Scalar
     ice_edge: Scalar
+    ice_edge_south: Scalar
     ts: Float[Array, " time"] | None
     Ts: Float[Array, "time lat"] | None
     result: RESULTS
@@ -562,16 +564,23 @@ def _integrate(
     else:
         ts, Ts = solution.ts[:-1], ys[:-1]
     result = RESULTS.promote(solution.result)
-    outputs = (T, Ts, grid.global_mean(T), model.ice_edge(T, params))
+    outputs = (
+        T,
+        Ts,
+        grid.global_mean(T),
+        model.ice_edge(T, params),
+        model.ice_edge(T, params, "south"),
+    )
     if not throw:
         # An unfinished run's state is not the state at `years`.
         outputs = nan_unless_successful(result, outputs, params)
-    T, Ts, global_mean, ice_edge = outputs
+    T, Ts, global_mean, ice_edge, ice_edge_south = outputs
     return Trajectory(
         T=T,
         lat=grid.lat,
         global_mean=global_mean,
         ice_edge=ice_edge,
+        ice_edge_south=ice_edge_south,
         ts=ts,
         Ts=Ts,
         result=result,
@@ -714,6 +723,7 @@ def _integrate_fixed(
         lat=model.grid.lat,
         global_mean=model.grid.global_mean(T),
         ice_edge=model.ice_edge(T, params),
+        ice_edge_south=model.ice_edge(T, params, "south"),
         ts=None,
         Ts=None,
         result=result,

@@ -215,6 +215,7 @@ def continuation(
         values=jax.device_put(values),
         global_mean=jax.device_put(host["global_mean"]),
         ice_edge=jax.device_put(host["ice_edge"]),
+        ice_edge_south=jax.device_put(host["ice_edge_south"]),
         leading_eigenvalue=jax.device_put(host["leading_eigenvalue"]),
         stable=jax.device_put(host["leading_eigenvalue"] < 0),
         slope=jax.device_put(host["slope"]),
@@ -237,6 +238,11 @@ def _branch_fields(problem: Problem, walk: Walk) -> dict:
         global_mean=model.grid.global_mean(T),
         ice_edge=jax.vmap(
             lambda T, v: model.ice_edge(T, with_parameter(params, parameter, v))
+        )(T, values),
+        ice_edge_south=jax.vmap(
+            lambda T, v: model.ice_edge(
+                T, with_parameter(params, parameter, v), "south"
+            )
         )(T, values),
         leading_eigenvalue=walk.leading_eigenvalue,
         slope=walk.tangent[:, -1] * problem.scale,

@@ -133,6 +133,7 @@ def refine_fold(
         null_vector=v,
         global_mean=model.grid.global_mean(T),
         ice_edge=model.ice_edge(T, at_fold),
+        ice_edge_south=model.ice_edge(T, at_fold, "south"),
         side=jnp.asarray(side),
         residual=jnp.max(jnp.abs(residual[:-1])),
         result=RESULTS.promote(solution.result),

@@ -18,7 +18,7 @@ class Fold(eqx.Module):
     - `T`: the equilibrium at the fold, degC.
     - `null_vector`: the direction `v` with `J v = 0` (RMS 1): how the two branches
         that meet here differ, to first order.
-    - `global_mean`, `ice_edge`: of `T` (degC, degrees).
+    - `global_mean`, `ice_edge`, `ice_edge_south`: of `T` (degC, degrees north).
     - `side`: `-1` if the two branches exist for parameter values below `value`,
         `+1` if above.
     - `residual`: largest absolute value of `F` and `J v` at the solution.
@@ -32,6 +32,7 @@ class Fold(eqx.Module):
     null_vector: Float[Array, " lat"]
     global_mean: Scalar
     ice_edge: Scalar
+    ice_edge_south: Scalar
     side: Int[Array, ""]
     residual: Scalar
     result: RESULTS
@@ -51,7 +52,7 @@ class Branch(eqx.Module):
     - `parameter`: the name of the parameter continued.
     - `values`: the parameter's value at each point.
     - `global_mean`: global-mean temperature, degC.
-    - `ice_edge`: northern ice edge, degrees.
+    - `ice_edge`, `ice_edge_south`: each hemisphere's ice edge, degrees north.
     - `leading_eigenvalue`: the largest eigenvalue of the Jacobian, W m-2 K-1.
     - `stable`: whether `leading_eigenvalue < 0`.
     - `slope`: `d(value)/d(arclength)`: the sign says which way the parameter moves;
@@ -69,6 +70,7 @@ class Branch(eqx.Module):
     values: Float[Array, " points"]
     global_mean: Float[Array, " points"]
     ice_edge: Float[Array, " points"]
+    ice_edge_south: Float[Array, " points"]
     leading_eigenvalue: Float[Array, " points"]
     stable: Bool[Array, " points"]
     slope: Float[Array, " points"]
