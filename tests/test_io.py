@@ -323,9 +323,7 @@ def test_sensitivity_lines_have_a_colour_each_and_the_seasonal_axes_their_units(
     assert "amplitude, half the seasonal range (K)" in labels
     # Both hemispheres' ice edges are drawn, and their annual means and ranges
     # given in the title.
-    edges = {
-        line.get_label(): line.get_ydata() for line in figure.axes[0].get_lines()
-    }
+    edges = {line.get_label(): line.get_ydata() for line in figure.axes[0].get_lines()}
     np.testing.assert_array_equal(edges["ice edge (S)"], cycle.ice_edge_south)
     np.testing.assert_array_equal(edges["ice edge (N)"], cycle.ice_edge)
     title = figure.get_suptitle()
