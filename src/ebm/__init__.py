@@ -66,6 +66,26 @@ from ._edges.plot import (
     plot_sensitivity as plot_sensitivity,
     plot_trajectory as plot_trajectory,
 )
+from ._layers.base import AbstractLayerModel as AbstractLayerModel
+from ._layers.metrics import (
+    Gregory as Gregory,
+    ecs as ecs,
+    gregory as gregory,
+    heat_uptake_efficiency as heat_uptake_efficiency,
+    tcr as tcr,
+)
+from ._layers.n_layer import NLayerModel as NLayerModel
+from ._layers.run import Run as Run
+from ._layers.scenarios import (
+    AbruptCO2 as AbruptCO2,
+    AbstractScenario as AbstractScenario,
+    ForcingSeries as ForcingSeries,
+    OnePercentCO2 as OnePercentCO2,
+)
+from ._layers.two_layer import (
+    TwoLayerModel as TwoLayerModel,
+    TwoLayerParams as TwoLayerParams,
+)
 from ._model.grid import Grid as Grid
 from ._model.model import (
     EnergyBalanceModel as EnergyBalanceModel,
@@ -78,6 +98,7 @@ from ._model.parameters import (
     Parameter as Parameter,
 )
 from ._model.params import Params as Params
+from ._model.protocol import AbstractModel as AbstractModel, Variable as Variable
 from ._numerics.pseudo_transient import (
     PseudoTransientContinuation as PseudoTransientContinuation,
 )

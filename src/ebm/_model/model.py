@@ -28,7 +28,6 @@ Grid, boundary conditions and discretisation are those of `ebm.Grid` and
 import functools
 from typing import Literal
 
-import equinox as eqx
 import jax
 import jax.numpy as jnp
 from jaxtyping import Array, Float, PyTree
@@ -53,6 +52,7 @@ from .._physics.transport.diffusive import DiffusiveTransport
 from .grid import Grid, geometry
 from .parameters import AbstractParams, merge, params_class
 from .params import Params, declarations_of
+from .protocol import AbstractModel, Variable
 
 
 def ice_edge(
@@ -106,7 +106,7 @@ def present_day_profile(grid: Grid) -> Temperature:
     return jnp.asarray(12.0 - 40.0 * legendre_p2(geometry(grid.n_lat)["sin_lat"]))
 
 
-class EnergyBalanceModel(eqx.Module):
+class EnergyBalanceModel(AbstractModel):
     """The diffusive energy-balance model, as a vector field for `diffrax.ODETerm`.
 
     Call it as `model(t, T, params)`: `t` in years (used only by a seasonal
@@ -235,6 +235,36 @@ class EnergyBalanceModel(eqx.Module):
     def global_mean(self, field: Float[Array, "*batch lat"]) -> Float[Array, "*batch"]:
         """Area-weighted global mean over the last axis."""
         return self.grid.global_mean(field)
+
+    # --- the model protocol (`ebm.AbstractModel`): the state is `T` itself ------
+
+    @property
+    def variables(self) -> tuple[Variable, ...]:
+        """The state: one variable, the surface temperature `T(lat)`, degC."""
+        return (Variable("T", "degC", "surface temperature", ("lat",)),)
+
+    def initial_state(self, params: AbstractParams) -> Temperature:
+        """climlab's start, `ebm.present_day_profile`."""
+        del params
+        return present_day_profile(self.grid)
+
+    def surface_temperature(self, y: Temperature) -> Temperature:
+        return y
+
+    def toa_imbalance(self, t, y: Temperature, params: AbstractParams) -> Scalar:
+        """Global mean of absorbed solar - OLR + forcing, W m-2 (transport
+        redistributes heat and adds none)."""
+        net = (
+            self.absorbed_solar(y, params, t)
+            - self.outgoing_longwave(y, params)
+            + self.forcing(params, self.grid, t)
+        )
+        return self.grid.global_mean(net)
+
+    def heat_content(self, y: Temperature, params: AbstractParams) -> Scalar:
+        """Global mean of `C T`, W yr m-2."""
+        capacity = self.heat_capacity(params, self.grid) / SECONDS_PER_YEAR
+        return self.grid.global_mean(capacity * y)
 
 
 @functools.cache

@@ -444,6 +444,22 @@ def integrate(
     - `EquinoxRuntimeError`: with `adjoint="backsolve"` on runs longer than its
         measured horizon (see the module docstring), or when the solve fails.
     """
+    if model is not None and not isinstance(model, EnergyBalanceModel):
+        return _integrate_other(
+            params,
+            model,
+            years=years,
+            grid=grid,
+            T0=T0,
+            adjoint=adjoint,
+            solver=solver,
+            saveat=saveat,
+            stepsize_controller=stepsize_controller,
+            dt0=dt0,
+            max_steps=max_steps,
+            throw=throw,
+            progress=progress,
+        )
     model = resolve_model(model, grid)
     params = check_params(params)
     _check_positive("years", years)
@@ -505,6 +521,25 @@ def integrate(
     if throw:
         trajectory = raise_if_failed(trajectory, trajectory.result)
     return trajectory
+
+
+def _integrate_other(params, model, *, grid, progress, T0, **kwargs):
+    """`ebm.integrate` of a model of the protocol other than the zonal one."""
+    from .._layers.run import integrate_model
+    from .._model.protocol import AbstractModel
+
+    if not isinstance(model, AbstractModel):
+        raise TypeError(
+            "`model` must be an ebm model (an ebm.AbstractModel, such as "
+            f"ebm.EnergyBalanceModel or ebm.TwoLayerModel), got {type(model).__name__}."
+        )
+    if grid is not None:
+        raise ValueError(
+            f"`grid` is for the zonal model; {type(model).__name__} has none."
+        )
+    if progress is not False:
+        raise ValueError(f"`progress` is not available for {type(model).__name__} yet.")
+    return integrate_model(params, model, y0=T0, **kwargs)
 
 
 _BACKSOLVE_MESSAGE = (

@@ -1,0 +1,184 @@
+r"""The numbers the field reports for a model, each differentiable with respect to
+every parameter.
+
+- `ecs`: equilibrium climate sensitivity, K: the steady surface warming under the
+    forcing of doubled CO2, $F_{2x}$, by a root-find differentiated implicitly.
+- `tcr`: transient climate response, K: the surface warming averaged over years
+    61-80 of `1pctCO2` (CMIP's convention; CO2 doubles at year 69.7), i.e.
+    $\frac{1}{20}\int_{60}^{80} T\,dt$.
+- `gregory`: the regression of the annual-mean top-of-atmosphere imbalance $N$ on
+    the annual-mean warming $T$ over years 1-150 of `abrupt-4xCO2` (Gregory et al.
+    2004): its intercept (the effective forcing of quadrupled CO2), slope (minus the
+    effective feedback parameter) and the effective climate sensitivity, minus
+    intercept over slope, halved (CMIP papers' convention).
+- `heat_uptake_efficiency`: $\kappa = N / T$ averaged over years 61-80 of
+    `1pctCO2`, W m-2 K-1.
+
+Annual means are exact: the run carries the integrals $\int T\,dt$ and
+$\int N\,dt$ as two more state variables, read at whole years.
+"""
+
+import diffrax
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+import optimistix as optx
+
+from .._results import RESULTS, raise_if_failed
+from .run import check_model_params, default_max_steps
+from .scenarios import AbruptCO2, OnePercentCO2
+
+
+class _WithIntegrals(eqx.Module):
+    """The model's tendency, with `d/dt (int T dt, int N dt) = (T, N)`."""
+
+    model: eqx.Module
+
+    def __call__(self, t, y, params):
+        state, _ = y
+        integrals = jnp.stack(
+            [
+                self.model.global_mean(state),
+                self.model.toa_imbalance(t, state, params),
+            ]
+        )
+        return self.model(t, state, params), integrals
+
+
+def _integrals(model, params, ts):
+    max_steps = default_max_steps(model, params, float(ts[-1]))
+    return _integrals_jit(model, params, ts, max_steps)
+
+
+@eqx.filter_jit
+def _integrals_jit(model, params, ts, max_steps):
+    """`(int_0^t T dt, int_0^t N dt)` at each of `ts` (years from the start), from
+    the model's initial state, and the run's result code."""
+    state = model.initial_state(params)
+    solution = diffrax.diffeqsolve(
+        diffrax.ODETerm(_WithIntegrals(model)),
+        diffrax.Tsit5(),
+        t0=0.0,
+        t1=ts[-1],
+        dt0=None,
+        y0=(state, jnp.zeros(2)),
+        args=params,
+        saveat=diffrax.SaveAt(ts=ts),
+        stepsize_controller=diffrax.PIDController(rtol=1e-10, atol=1e-10),
+        max_steps=max_steps,
+        throw=False,
+    )
+    _, integrals = solution.ys
+    return integrals, RESULTS.promote(solution.result)
+
+
+def _scenario(model, scenario):
+    return eqx.tree_at(lambda m: m.forcing, model, scenario)
+
+
+def tcr(params, model) -> jax.Array:
+    """Transient climate response, K (see the module docstring).
+
+    **Arguments:**
+
+    - `params`: the model's parameters (`model.Params`).
+    - `model`: an ocean-layer model (`ebm.TwoLayerModel`, `ebm.NLayerModel`); its
+        own forcing is replaced by `ebm.OnePercentCO2()`.
+    """
+    params = check_model_params(params, model)
+    integrals, result = _integrals(
+        _scenario(model, OnePercentCO2()), params, jnp.array([60.0, 80.0])
+    )
+    value = (integrals[1, 0] - integrals[0, 0]) / 20.0
+    return raise_if_failed(value, result)
+
+
+def heat_uptake_efficiency(params, model) -> jax.Array:
+    """Ocean heat uptake efficiency `N / T` over years 61-80 of `1pctCO2`, W m-2
+    K-1 (see the module docstring)."""
+    params = check_model_params(params, model)
+    integrals, result = _integrals(
+        _scenario(model, OnePercentCO2()), params, jnp.array([60.0, 80.0])
+    )
+    change = integrals[1] - integrals[0]
+    return raise_if_failed(change[1] / change[0], result)
+
+
+class Gregory(eqx.Module):
+    """The Gregory regression of `abrupt-4xCO2` (from `ebm.gregory`).
+
+    **Attributes:**
+
+    - `T`, `N`: annual means of each year, K and W m-2.
+    - `forcing`: the intercept, the effective forcing of quadrupled CO2, W m-2.
+    - `feedback`: minus the slope, the effective feedback parameter, W m-2 K-1.
+    - `effective_sensitivity`: `forcing / feedback / 2`, K.
+    """
+
+    T: jax.Array
+    N: jax.Array
+    forcing: jax.Array
+    feedback: jax.Array
+    effective_sensitivity: jax.Array
+
+
+def gregory(params, model, years: int = 150) -> Gregory:
+    """Gregory regression over years 1-`years` of `abrupt-4xCO2` (see the module
+    docstring).
+
+    **Arguments:**
+
+    - `params`, `model`: as for `ebm.tcr`; the model's forcing is replaced by
+        `ebm.AbruptCO2(4.0)`.
+    - `years`: the years regressed (default 150, CMIP's), an integer >= 2.
+    """
+    from .._checks import check_count
+
+    params = check_model_params(params, model)
+    check_count("years", years, 2)
+    ts = jnp.arange(0.0, years + 1.0)
+    integrals, result = _integrals(_scenario(model, AbruptCO2(4.0)), params, ts[1:])
+    integrals = jnp.concatenate([jnp.zeros((1, 2)), integrals])
+    annual = jnp.diff(integrals, axis=0)
+    T, N = annual[:, 0], annual[:, 1]
+    T_mean, N_mean = jnp.mean(T), jnp.mean(N)
+    slope = jnp.sum((T - T_mean) * (N - N_mean)) / jnp.sum((T - T_mean) ** 2)
+    intercept = N_mean - slope * T_mean
+    out = Gregory(
+        T=T,
+        N=N,
+        forcing=intercept,
+        feedback=-slope,
+        effective_sensitivity=-intercept / slope / 2.0,
+    )
+    return raise_if_failed(out, result)
+
+
+def ecs(params, model) -> jax.Array:
+    """Equilibrium climate sensitivity, K: the steady surface warming under
+    `F2x` (see the module docstring), by Newton's method on the model's tendency,
+    differentiated implicitly.
+
+    **Arguments:**
+
+    - `params`, `model`: as for `ebm.tcr`; the model's forcing is replaced by
+        `ebm.AbruptCO2(2.0)`.
+    """
+    params = check_model_params(params, model)
+    value, result = _ecs(_scenario(model, AbruptCO2(2.0)), params)
+    return raise_if_failed(value, result)
+
+
+@eqx.filter_jit
+def _ecs(model, params):
+    def tendency(y, params):
+        return model(0.0, y, params)
+
+    solution = optx.root_find(
+        tendency,
+        optx.Newton(rtol=1e-12, atol=1e-12),
+        model.initial_state(params),
+        args=params,
+        throw=False,
+    )
+    return model.global_mean(solution.value), RESULTS.promote(solution.result)

@@ -1,0 +1,207 @@
+"""`ebm.integrate` for a model of the protocol whose state is a PyTree: a run of
+the ocean-layer models under a forcing scenario."""
+
+import diffrax
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jaxtyping import Array, Float, Int, PyTree
+
+from .._model.parameters import AbstractParams, check_params
+from .._model.protocol import AbstractModel, Variable, state_arrays
+from .._results import (
+    RESULTS,
+    nan_unless_successful,
+    raise_if_failed,
+    with_result_names,
+)
+
+
+class Run(eqx.Module):
+    """The result of `ebm.integrate` for a model whose state is a PyTree (the
+    ocean-layer models).
+
+    **Attributes:**
+
+    - `state`: the final state, `{name: array}` (see `variables`).
+    - `ts`: saved times, years, on the forcing's clock (from 0 for the CMIP
+        experiments, calendar years for a series) (`None` unless `saveat` asks).
+    - `states`: the saved states, each array with a leading time axis (`None`
+        unless asked for).
+    - `variables`: the model's declared variables (names, units, long names,
+        dimensions).
+    - `result`: an `ebm.RESULTS`; `RESULTS.successful` when the run finished.
+    - `num_steps`: accepted plus rejected steps.
+
+    `T` is the final surface temperature, `Ts` the saved ones, `global_mean` the
+    final global mean.
+    """
+
+    state: dict[str, Array]
+    ts: Float[Array, " time"] | None
+    states: dict[str, Array] | None
+    variables: tuple[Variable, ...] = eqx.field(static=True)
+    result: RESULTS
+    num_steps: Int[Array, ""]
+
+    def __repr__(self) -> str:
+        return with_result_names(self)
+
+    @property
+    def T(self) -> Array:
+        """The final surface temperature (anomaly), K."""
+        return self.state["T"]
+
+    @property
+    def Ts(self) -> Array | None:
+        """The surface temperature at the saved times, K."""
+        return None if self.states is None else self.states["T"]
+
+    @property
+    def global_mean(self) -> Array:
+        """The final global-mean surface temperature, K."""
+        return self.state["T"]
+
+
+def check_model_params(params, model: AbstractModel) -> AbstractParams:
+    """`params`, once it is `model.Params` (with its ranges checked)."""
+    if not isinstance(params, model.Params):
+        raise TypeError(
+            f"`params` must be the model's parameters, `model.Params` "
+            f"({model.Params.__name__}), got {type(params).__name__}. Build them "
+            f"with `model.Params(...)`."
+        )
+    return check_params(params)
+
+
+def default_max_steps(model: AbstractModel, params, years) -> int:
+    """A step budget from the model's fastest time scale: the explicit solver's
+    steps stay below a tenth of it, and the run gets twice what that implies,
+    rounded up to a power of two (at least 4096); 2**20 where it is traced."""
+    try:
+        fastest, _ = model.time_scales(params)
+        steps = 2.0 * float(years) / (0.1 * float(fastest))
+    except jax.errors.ConcretizationTypeError:
+        return 2**20
+    return int(2 ** max(12, int(np.ceil(np.log2(max(steps, 1.0))))))
+
+
+def integrate_model(
+    params,
+    model: AbstractModel,
+    *,
+    years,
+    y0=None,
+    t0=None,
+    adjoint="recursive",
+    solver=None,
+    saveat=None,
+    stepsize_controller=None,
+    dt0=None,
+    max_steps=None,
+    throw=True,
+) -> Run:
+    """Integrate a protocol model (see `ebm.integrate`)."""
+    from .._stepping.integrate import _check_positive, resolve_adjoint
+
+    params = check_model_params(params, model)
+    _check_positive("years", years)
+    if t0 is None:
+        t0 = model.forcing.start
+    model.forcing.check_span(float(t0), t0 + years)
+    if y0 is None:
+        y0 = model.initial_state(params)
+    else:
+        expected = jax.eval_shape(lambda: model.initial_state(params))
+        got = jax.eval_shape(lambda: jax.tree.map(jnp.asarray, y0))
+        if jax.tree.structure(got) != jax.tree.structure(expected) or any(
+            a.shape != b.shape
+            for a, b in zip(jax.tree.leaves(got), jax.tree.leaves(expected))
+        ):
+            raise ValueError(
+                f"`y0` must be a state of the model, shaped as "
+                f"{jax.tree.map(lambda s: s.shape, expected)}, got "
+                f"{jax.tree.map(lambda s: s.shape, got)}."
+            )
+        y0 = jax.tree.map(lambda x: jnp.asarray(x, dtype=float), y0)
+    adjoint = resolve_adjoint(adjoint)
+    if solver is None:
+        solver = diffrax.Tsit5()
+    if stepsize_controller is None:
+        # Steps end on the forcing's kinks (a series' times).
+        stepsize_controller = diffrax.PIDController(
+            rtol=1e-9, atol=1e-9, jump_ts=model.forcing.kinks
+        )
+    if max_steps is None:
+        max_steps = default_max_steps(model, params, years)
+    if saveat is None:
+        saveat = diffrax.SaveAt(t1=True)
+    else:
+        saveat = eqx.tree_at(lambda s: s.subs.t1, saveat, True)
+    run = _integrate_model(
+        params,
+        jnp.asarray(years, dtype=float),
+        jnp.asarray(t0, dtype=float),
+        model,
+        y0,
+        adjoint,
+        solver,
+        saveat,
+        stepsize_controller,
+        dt0,
+        max_steps,
+        throw,
+    )
+    if throw:
+        run = raise_if_failed(run, run.result)
+    return run
+
+
+@eqx.filter_jit
+def _integrate_model(
+    params,
+    years,
+    t0,
+    model,
+    y0: PyTree,
+    adjoint,
+    solver,
+    saveat,
+    stepsize_controller,
+    dt0,
+    max_steps,
+    throw,
+) -> Run:
+    solution = diffrax.diffeqsolve(
+        diffrax.ODETerm(model),
+        solver,
+        t0=t0,
+        t1=t0 + years,
+        dt0=dt0,
+        y0=y0,
+        args=params,
+        saveat=saveat,
+        stepsize_controller=stepsize_controller,
+        adjoint=adjoint,
+        max_steps=max_steps,
+        throw=False,
+    )
+    result = RESULTS.promote(solution.result)
+    ys = state_arrays(model, solution.ys)
+    state = {name: value[-1] for name, value in ys.items()}
+    if saveat.subs.ts is None and not saveat.subs.steps and not saveat.subs.t0:
+        ts, states = None, None
+    else:
+        ts = solution.ts[:-1]
+        states = {name: value[:-1] for name, value in ys.items()}
+    if not throw:
+        state, states = nan_unless_successful(result, (state, states), params)
+    return Run(
+        state=state,
+        ts=ts,
+        states=states,
+        variables=model.variables,
+        result=result,
+        num_steps=solution.stats["num_steps"],
+    )

@@ -1,0 +1,166 @@
+r"""Radiative forcing as a function of time: the CMIP idealised experiments and a
+user's series.
+
+Each scenario is an `equinox.Module` called as `scenario(t, params) -> F`, the
+effective radiative forcing in W m-2 at time `t` in years from the start of the
+experiment. The CO2 experiments use the model's forcing of doubled CO2, `F2x`, and
+the logarithmic law $F = F_{2x} \log_2(C / C_0)$.
+"""
+
+import abc
+
+import diffrax
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jaxtyping import Array, Float
+
+from .._custom_types import Scalar
+
+
+class AbstractScenario(eqx.Module):
+    """Forcing as a function of time, W m-2 (see the module docstring)."""
+
+    @abc.abstractmethod
+    def __call__(self, t, params) -> Scalar:
+        """The forcing at time `t` (years), W m-2."""
+
+    @property
+    def start(self) -> float:
+        """The time the experiment starts, years (0 unless the scenario says)."""
+        return 0.0
+
+    def check_span(self, t0: float, t1) -> None:
+        """Refuse a run from `t0` to `t1` outside the scenario's span (none here)."""
+        del t0, t1
+
+    @property
+    def kinks(self) -> Float[Array, " kinks"] | None:
+        """Times where the forcing's slope jumps, years, for the step-size
+        controller to step to (`diffrax.PIDController(jump_ts=...)`): an adaptive
+        step across one is accurate in the state but not in its derivatives."""
+        return None
+
+
+class AbruptCO2(AbstractScenario):
+    r"""CO2 multiplied by `factor` at time 0 and held: `abrupt-4xCO2` with the default
+    `factor=4`. $F = F_{2x} \log_2(\text{factor})$ for every $t \ge 0$.
+
+    **Arguments:**
+
+    - `factor`: the CO2 concentration over the pre-industrial one, > 0.
+    """
+
+    factor: float = eqx.field(static=True, default=4.0)
+
+    def __check_init__(self):
+        if not (isinstance(self.factor, (int, float)) and 0 < self.factor < np.inf):
+            raise ValueError(
+                f"`factor` must be a positive number, got {self.factor!r}."
+            )
+
+    def __call__(self, t, params) -> Scalar:
+        del t
+        return params.F2x * jnp.log2(self.factor)
+
+
+class OnePercentCO2(AbstractScenario):
+    r"""CO2 rising by `rate` (1 %) a year, compounded: the `1pctCO2` experiment,
+    $C / C_0 = (1 + \text{rate})^t$, so $F = F_{2x}\, t \log_2(1 + \text{rate})$
+    (doubling at year 69.7, quadrupling at 139.3 for 1 %).
+
+    **Arguments:**
+
+    - `rate`: the yearly fractional increase, > 0 (default 0.01).
+    """
+
+    rate: float = eqx.field(static=True, default=0.01)
+
+    def __check_init__(self):
+        if not (isinstance(self.rate, (int, float)) and 0 < self.rate < np.inf):
+            raise ValueError(f"`rate` must be a positive number, got {self.rate!r}.")
+
+    def __call__(self, t, params) -> Scalar:
+        return params.F2x * t * jnp.log2(1.0 + self.rate)
+
+
+class ForcingSeries(AbstractScenario):
+    """A forcing series, linearly interpolated in time (`diffrax.LinearInterpolation`).
+
+    The values are a differentiable leaf: `jax.grad` with respect to the model
+    reaches each one (`d(warming)/d(forcing in year k)`).
+
+    **Arguments:**
+
+    - `times`: strictly increasing times, years (e.g. calendar years 1850-2014).
+        A run starts at `times[0]` unless told otherwise and must end by `times[-1]`.
+    - `values`: the forcing at each time, W m-2, finite, the same length.
+
+    **Raises:**
+
+    - `ValueError`: for times that are not a 1-d, finite, strictly increasing
+        series of at least 2, or values of another shape or not finite.
+    """
+
+    times: Float[Array, " time"]
+    values: Float[Array, " time"]
+
+    def __init__(self, times, values):
+        times_np = np.asarray(times, dtype=float)
+        traced = isinstance(values, jax.core.Tracer)
+        values_np = (
+            np.zeros(jnp.shape(values)) if traced else np.asarray(values, dtype=float)
+        )
+        if times_np.ndim != 1 or times_np.size < 2:
+            raise ValueError(
+                f"`times` must be a 1-d series of at least 2 times, got shape "
+                f"{times_np.shape}."
+            )
+        if not np.all(np.isfinite(times_np)):
+            raise ValueError("`times` must be finite, got a NaN or infinite time.")
+        steps = np.diff(times_np)
+        if np.any(steps <= 0):
+            k = int(np.argmax(steps <= 0))
+            raise ValueError(
+                "`times` must be strictly increasing, got "
+                f"times[{k}] = {times_np[k]} then times[{k + 1}] = {times_np[k + 1]}."
+            )
+        if values_np.shape != times_np.shape:
+            raise ValueError(
+                f"`values` must have the shape of `times` {times_np.shape}, got "
+                f"{values_np.shape}."
+            )
+        if not np.all(np.isfinite(values_np)):
+            k = int(np.argmax(~np.isfinite(values_np)))
+            raise ValueError(
+                f"`values` must be finite, got values[{k}] = {values_np[k]} at time "
+                f"{times_np[k]}."
+            )
+        self.times = jnp.asarray(times_np)
+        # A traced array (under `jax.grad` of the values) is kept as it is.
+        self.values = values if traced else jnp.asarray(values_np)
+
+    def __call__(self, t, params) -> Scalar:
+        del params
+        return diffrax.LinearInterpolation(self.times, self.values).evaluate(t)
+
+    @property
+    def start(self) -> float:
+        return float(self.times[0])
+
+    @property
+    def kinks(self) -> Float[Array, " kinks"]:
+        return self.times
+
+    def check_span(self, t0: float, t1) -> None:
+        first, last = float(self.times[0]), float(self.times[-1])
+        if isinstance(t1, jax.core.Tracer):
+            t1 = t0  # a traced length is not known here; its start still is
+        end = float(t1)
+        if t0 < first or end > last + 1e-9 * abs(last):
+            raise ValueError(
+                f"The run from {t0} to {end} leaves the "
+                f"forcing series' span [{first}, {last}] (years): start within it "
+                "(`t0`) and end by its last time (`years`)."
+            )

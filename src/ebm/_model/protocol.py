@@ -1,0 +1,133 @@
+r"""The model protocol: what every ebm model declares and provides.
+
+A model is an `equinox.Module` vector field `model(t, y, params) -> dy/dt` over a
+state `y` that is a PyTree the model declares: a dictionary of named arrays, each
+described by an `ebm.Variable` (its units, long name and dimensions), so that the
+results, files and plots of any model say what each array is. Time is in years,
+temperatures in degC (or K for anomalies), fluxes in W m-2.
+
+Besides the tendency a model gives
+
+- its parameter container (`model.Params`, built from declared `ebm.Parameter`s);
+- its start state (`initial_state`);
+- its surface temperature (`surface_temperature`, the field `.T` of every result)
+    and global mean;
+- its energy budget: the net downward flux at the top of the atmosphere
+    (`toa_imbalance`, W m-2, global mean) and the heat content of its state
+    (`heat_content`, W yr m-2 per unit area of the globe), which it conserves:
+    `d heat_content / dt = toa_imbalance`;
+- the structure of its Jacobian (`jacobian`, a `lineax` operator), which the
+    implicit solves use;
+- its time scales (`time_scales`), which size steps from the model itself, never
+    from one named parameter.
+
+`ebm.EnergyBalanceModel` (one temperature per latitude) and the ocean-layer models
+(`ebm.TwoLayerModel`, `ebm.NLayerModel`) implement it.
+"""
+
+import abc
+import dataclasses
+
+import equinox as eqx
+import jax.numpy as jnp
+import lineax as lx
+from jaxtyping import Array, Float, PyTree
+
+from .._custom_types import Scalar
+from .parameters import AbstractParams
+
+
+@dataclasses.dataclass(frozen=True)
+class Variable:
+    """One variable of a model's state, as its results and files describe it.
+
+    **Arguments:**
+
+    - `name`: its key in the state dictionary (and its netCDF variable name).
+    - `units`: UDUNITS units (`"degC"`).
+    - `long_name`: what it is, in a few words.
+    - `dims`: the names of its dimensions (`("lat",)`, `("layer",)`, or `()` for a
+        scalar).
+    """
+
+    name: str
+    units: str
+    long_name: str
+    dims: tuple[str, ...] = ()
+
+    def __post_init__(self):
+        if not self.name.isidentifier():
+            raise ValueError(
+                f"Variable `name` must be a Python identifier, got {self.name!r}."
+            )
+
+
+class AbstractModel(eqx.Module):
+    """The protocol every ebm model implements (see the module docstring).
+
+    Subclasses define `variables`, `Params`, `__call__`, `initial_state`,
+    `surface_temperature`, `toa_imbalance` and `heat_content`; `jacobian` and
+    `time_scales` have generic defaults (a dense Jacobian by automatic
+    differentiation, and its eigenvalues).
+    """
+
+    @property
+    @abc.abstractmethod
+    def variables(self) -> tuple[Variable, ...]:
+        """The declared variables of the state, in order."""
+
+    @property
+    @abc.abstractmethod
+    def Params(self) -> type[AbstractParams]:
+        """The model's parameter container."""
+
+    @abc.abstractmethod
+    def __call__(self, t, y: PyTree, params: AbstractParams) -> PyTree:
+        """`dy/dt` at time `t` (years), per year."""
+
+    @abc.abstractmethod
+    def initial_state(self, params: AbstractParams) -> PyTree:
+        """The state at the start of a run."""
+
+    @abc.abstractmethod
+    def surface_temperature(self, y: PyTree) -> Array:
+        """The surface temperature of state `y`, degC (or K of anomaly)."""
+
+    @abc.abstractmethod
+    def toa_imbalance(self, t, y: PyTree, params: AbstractParams) -> Scalar:
+        """Global-mean net downward flux at the top of the atmosphere, W m-2."""
+
+    @abc.abstractmethod
+    def heat_content(self, y: PyTree, params: AbstractParams) -> Scalar:
+        """Heat content of state `y` per unit area of the globe, W yr m-2 (relative
+        to the zero state): its rate of change is `toa_imbalance`."""
+
+    def global_mean(self, y: PyTree) -> Scalar:
+        """The global-mean surface temperature of state `y`, degC."""
+        return self.surface_temperature(y)
+
+    def jacobian(
+        self, t, y: PyTree, params: AbstractParams
+    ) -> lx.AbstractLinearOperator:
+        """The Jacobian of the tendency with respect to the state, per year."""
+        return lx.JacobianLinearOperator(
+            lambda y, params: self(t, y, params), y, params
+        )
+
+    def time_scales(self, params: AbstractParams, y: PyTree | None = None):
+        """`(fastest, slowest)`: the shortest and longest relaxation times of the
+        linearised tendency at `y` (default: the start state), years."""
+        if y is None:
+            y = self.initial_state(params)
+        matrix = self.jacobian(0.0, y, params).as_matrix()
+        rates = jnp.abs(jnp.linalg.eigvals(matrix).real)
+        return 1.0 / jnp.max(rates), 1.0 / jnp.min(rates)
+
+
+def state_arrays(model: AbstractModel, y: PyTree) -> dict[str, Float[Array, "..."]]:
+    """`y` as `{name: array}` in the order of `model.variables` (a state that is one
+    array, as the zonal model's `T`, is its one variable)."""
+    if not isinstance(y, dict):
+        (variable,) = model.variables
+        return {variable.name: jnp.asarray(y)}
+    return {v.name: jnp.asarray(y[v.name]) for v in model.variables}

@@ -1,0 +1,168 @@
+"""The global ocean-layer models: exact solutions, energy conservation, the
+field's metrics and their gradients, and the forcing scenarios' edges."""
+
+import diffrax
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import ebm
+from helpers import replace
+
+
+TWO = ebm.TwoLayerModel(forcing=ebm.AbruptCO2(4.0))
+# Efficacy away from 1 (Geoffroy et al. 2013, Part II): N is not F - lambda T.
+PARAMS = TWO.Params(efficacy=1.3)
+YEARS = jnp.asarray(40.0)
+
+
+def _exact(model, params, t, factor=4.0):
+    """The abrupt experiment's exact solution, `A^-1 (e^{At} - I) b F`."""
+    matrix, b = model.system(params)
+    forcing = params.F2x * jnp.log2(factor)
+    propagator = jax.scipy.linalg.expm(matrix * t)
+    eye = jnp.eye(matrix.shape[0])
+    return jnp.linalg.solve(matrix, (propagator - eye) @ b) * forcing
+
+
+def _surface(params, adjoint):
+    return ebm.integrate(params, model=TWO, years=YEARS, adjoint=adjoint).T
+
+
+def test_abrupt_run_matches_the_matrix_exponential():
+    run = ebm.integrate(
+        PARAMS, model=TWO, years=YEARS, saveat=diffrax.SaveAt(ts=jnp.arange(41.0))
+    )
+    exact = jax.vmap(lambda t: _exact(TWO, PARAMS, t))(run.ts)
+    np.testing.assert_allclose(run.Ts, exact[:, 0], rtol=1e-7, atol=1e-9)
+    np.testing.assert_allclose(run.states["T_deep"], exact[:, 1], rtol=1e-7, atol=1e-9)
+    assert run.variables[1].name == "T_deep" and run.variables[1].units == "K"
+
+
+@pytest.mark.parametrize("adjoint", ["recursive", "direct", "backsolve", "forward"])
+def test_gradient_under_every_adjoint_matches_the_exact_solutions(adjoint):
+    exact = jax.grad(lambda p: _exact(TWO, p, YEARS)[0])(PARAMS)
+    if adjoint == "forward":
+        derivative = jax.jacfwd(lambda p: _surface(p, adjoint))(PARAMS)
+    else:
+        derivative = jax.grad(lambda p: _surface(p, adjoint))(PARAMS)
+    # Backsolve differentiates the continuous equations: its backward solve is
+    # accurate to the controller's tolerance, not exact for the discrete run.
+    rtol = 1e-4 if adjoint == "backsolve" else 1e-6
+    for name in PARAMS.field_names():
+        expected = getattr(exact, name)
+        assert np.isclose(getattr(derivative, name), expected, rtol=rtol), name
+
+
+def test_heat_content_changes_by_the_integrated_toa_imbalance():
+    # Energy conservation, with efficacy != 1 and in three layers.
+    for model in (TWO, ebm.NLayerModel(3)):
+        params = model.Params(efficacy=1.3)
+        run = ebm.integrate(params, model=model, years=jnp.asarray(150.0))
+        regression = ebm.gregory(params, model)
+        content = model.heat_content(run.state, params)
+        assert float(content) == pytest.approx(float(jnp.sum(regression.N)), 1e-7)
+
+
+def test_ecs_tcr_and_the_gregory_regression():
+    # ECS is F2x / lambda whatever the efficacy and the layers.
+    for model in (TWO, ebm.NLayerModel(3)):
+        params = model.Params(efficacy=1.3)
+        feedback = params.feedback if model is TWO else params.kappa1
+        assert float(ebm.ecs(params, model)) == pytest.approx(
+            float(params.F2x / feedback), rel=1e-10
+        )
+    # With efficacy 1, N = F - lambda T exactly: the regression recovers them.
+    plain = ebm.gregory(TWO.Params(), TWO)
+    assert float(plain.feedback) == pytest.approx(1.13, rel=1e-7)
+    assert float(plain.forcing) == pytest.approx(6.9, rel=1e-7)
+    # Efficacy > 1 makes the effective sensitivity underestimate ECS.
+    assert float(ebm.gregory(PARAMS, TWO).effective_sensitivity) < float(
+        ebm.ecs(PARAMS, TWO)
+    )
+    # TCR against the exact solution of the ramp: the state, the forcing, a
+    # constant and int T dt, evolved by one matrix exponential.
+    matrix, b = TWO.system(PARAMS)
+    rate = PARAMS.F2x * jnp.log2(1.01)
+    augmented = jnp.zeros((5, 5))
+    augmented = augmented.at[:2, :2].set(matrix).at[:2, 2].set(b)
+    augmented = augmented.at[2, 3].set(rate).at[4, 0].set(1.0)
+    start = jnp.zeros(5).at[3].set(1.0)
+    q = [(jax.scipy.linalg.expm(augmented * t) @ start)[4] for t in (60.0, 80.0)]
+    assert float(ebm.tcr(PARAMS, TWO)) == pytest.approx(float(q[1] - q[0]) / 20, 1e-8)
+    assert 0.0 < float(ebm.heat_uptake_efficiency(PARAMS, TWO)) < 2.0
+
+
+def test_tcr_gradient_matches_finite_differences():
+    gradient = jax.grad(lambda p: ebm.tcr(p, TWO))(PARAMS)
+    for name in ("gamma", "C_deep", "efficacy", "feedback"):
+        step = 1e-4 * float(getattr(PARAMS, name))
+        up = ebm.tcr(replace(PARAMS, name, getattr(PARAMS, name) + step), TWO)
+        down = ebm.tcr(replace(PARAMS, name, getattr(PARAMS, name) - step), TWO)
+        expected = float(up - down) / (2 * step)
+        assert float(getattr(gradient, name)) == pytest.approx(expected, rel=1e-6)
+
+
+def test_n_layer_model_of_two_layers_is_the_two_layer_model():
+    two = ebm.NLayerModel(2, forcing=ebm.AbruptCO2(4.0))
+    params = two.Params(C1=7.3, C2=106.0, kappa1=1.13, kappa2=0.73, efficacy=1.3)
+    a, _ = two.system(params)
+    b, _ = TWO.system(PARAMS)
+    np.testing.assert_allclose(a, b, rtol=1e-15)
+
+
+def test_forcing_series_is_interpolated_and_differentiable():
+    times = jnp.arange(1850.0, 1861.0)
+    values = jnp.linspace(0.0, 2.0, 11)
+    model = ebm.TwoLayerModel(forcing=ebm.ForcingSeries(times, values))
+    params = model.Params()
+    run = ebm.integrate(params, model=model, years=jnp.asarray(10.0))
+    # A ramp F = 0.2 (t - 1850): the same as 1pctCO2 with its rate matched.
+    ramp = ebm.TwoLayerModel(forcing=ebm.OnePercentCO2(2 ** (0.2 / 3.45) - 1))
+    same = ebm.integrate(params, model=ramp, years=jnp.asarray(10.0))
+    assert float(run.T) == pytest.approx(float(same.T), rel=1e-8)
+
+    def warming(values):
+        model = ebm.TwoLayerModel(forcing=ebm.ForcingSeries(times, values))
+        return ebm.integrate(params, model=model, years=jnp.asarray(10.0)).T
+
+    # The run is linear in the values, so the difference is exact. Steps that
+    # crossed the series' kinks gave a gradient 0.6% off: they end on them.
+    gradient = jax.grad(warming)(values)
+    step = 1e-3
+    k = 5
+    expected = (warming(values.at[k].add(step)) - warming(values.at[k].add(-step))) / (
+        2 * step
+    )
+    assert float(gradient[k]) == pytest.approx(float(expected), rel=1e-6)
+    assert float(gradient[-1]) > 0.0 and np.all(np.asarray(gradient) >= 0.0)
+
+
+@pytest.mark.parametrize(
+    ("times", "values", "match"),
+    [
+        ([0.0, 2.0, 1.0], [0.0, 1.0, 2.0], r"strictly increasing, got times\[1\]"),
+        ([0.0, 1.0, 1.0], [0.0, 1.0, 2.0], "strictly increasing"),
+        ([0.0, 1.0, 2.0], [0.0, np.nan, 2.0], r"finite, got values\[1\] = nan"),
+        ([0.0, 1.0, 2.0], [0.0, 1.0], "must have the shape of `times`"),
+        ([0.0], [1.0], "at least 2"),
+    ],
+)
+def test_bad_forcing_series_are_named(times, values, match):
+    with pytest.raises(ValueError, match=match):
+        ebm.ForcingSeries(times, values)
+
+
+def test_a_run_outside_the_series_or_with_foreign_parameters_is_refused():
+    model = ebm.TwoLayerModel(forcing=ebm.ForcingSeries([1850.0, 1900.0], [0.0, 1.0]))
+    with pytest.raises(ValueError, match=r"leaves the forcing series' span"):
+        ebm.integrate(model.Params(), model=model, years=100.0)
+    with pytest.raises(TypeError, match=r"`model.Params` \(TwoLayerParams\)"):
+        ebm.integrate(ebm.Params(), model=TWO, years=1.0)
+    with pytest.raises(ValueError, match="`feedback` must be"):
+        TWO.Params(feedback=-1.0)
+    with pytest.raises(ValueError, match="`y0` must be a state of the model"):
+        ebm.integrate(PARAMS, model=TWO, years=1.0, T0={"T": 0.0})
+    with pytest.raises(ValueError, match="`layers` must be an integer >= 2"):
+        ebm.NLayerModel(1)
