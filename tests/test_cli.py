@@ -71,7 +71,8 @@ MODEL_SUBCOMMANDS = [
     "seasonal",
     "memory",
 ]
-SUBCOMMANDS = [*MODEL_SUBCOMMANDS, "cache"]
+# In `ebm --help`'s order; `transient` solves the global ocean-layer models.
+SUBCOMMANDS = [*MODEL_SUBCOMMANDS[:-1], "transient", "memory", "cache"]
 
 
 @pytest.mark.parametrize("command", SUBCOMMANDS)
@@ -83,6 +84,8 @@ def test_every_subcommand_has_help(capsys, command):
     assert "--json" in out
     if command in MODEL_SUBCOMMANDS:
         assert "--netcdf" in out and "--D X" in out
+    elif command == "transient":
+        assert "--netcdf" in out and "--feedback X" in out and "--kappa3 X" in out
     else:
         assert "--clear" in out
 

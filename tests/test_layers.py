@@ -166,3 +166,41 @@ def test_a_run_outside_the_series_or_with_foreign_parameters_is_refused():
         ebm.integrate(PARAMS, model=TWO, years=1.0, T0={"T": 0.0})
     with pytest.raises(ValueError, match="`layers` must be an integer >= 2"):
         ebm.NLayerModel(1)
+
+
+def test_a_run_is_written_plotted_and_reported_by_the_command(tmp_path, capsys):
+    import json
+
+    import xarray as xr
+
+    from ebm._cli.main import main
+
+    model = ebm.NLayerModel(3, forcing=ebm.OnePercentCO2())
+    params = model.Params()
+    run = ebm.integrate(
+        params, model=model, years=20.0, saveat=diffrax.SaveAt(ts=jnp.arange(21.0))
+    )
+    dataset = ebm.to_dataset(run, params)
+    assert dataset["T_deep_history"].dims == ("time", "layer")
+    assert list(dataset["layer"].values) == [2, 3]
+    assert dataset["T_deep"].attrs["units"] == "K"
+    assert dataset.attrs["param_kappa3_units"] == "W m-2 K-1"
+    loaded = ebm.load(ebm.save(dataset, tmp_path / "run.nc"))
+    xr.testing.assert_identical(loaded, dataset)
+    figure = ebm.plot_run(run)
+    labels = [line.get_label() for line in figure.axes[0].get_lines()]
+    assert labels == [
+        "surface temperature anomaly",
+        "temperature anomaly of ocean layers, layer 2",
+        "temperature anomaly of ocean layers, layer 3",
+    ]
+    argv = ["transient", "--json", "--efficacy", "1.3", "--years", "100"]
+    argv += ["--plot", str(tmp_path / "t.png"), "--netcdf", str(tmp_path / "t.nc")]
+    assert main(argv) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["tcr_K"] == pytest.approx(float(ebm.tcr(PARAMS, TWO)), rel=1e-12)
+    assert report["ecs_K"] == pytest.approx(3.45 / 1.13, rel=1e-10)
+    assert report["d_tcr_d"]["gamma"] < 0.0
+    assert ebm.load(tmp_path / "t.nc")["T_history"].sizes["time"] == 101
+    assert main(["transient", "--model", "three-layer", "--feedback", "1.0"]) == 2
+    assert "not of --model three-layer" in capsys.readouterr().err

@@ -62,6 +62,7 @@ from ._edges.plot import (
     plot_fit as plot_fit,
     plot_heat_transport as plot_heat_transport,
     plot_memory_scaling as plot_memory_scaling,
+    plot_run as plot_run,
     plot_seasonal_cycle as plot_seasonal_cycle,
     plot_sensitivity as plot_sensitivity,
     plot_trajectory as plot_trajectory,

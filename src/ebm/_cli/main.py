@@ -10,14 +10,17 @@
 - `ebm sensitivity`: the forward-mode Jacobian of an output; plots the profiles.
 - `ebm hysteresis`: the branch of equilibria in a parameter, with its folds.
 - `ebm seasonal`: the seasonal cycle (periodic steady state); Hovmoller plot.
+- `ebm transient`: a global ocean-layer model (`--model two-layer`/`three-layer`)
+    under a CMIP experiment (`--scenario 1pctCO2`); its ECS, TCR, effective
+    sensitivity and the gradient of TCR; plots each layer against time.
 - `ebm memory`: memory and time of reverse mode under each checkpoint schedule.
 - `ebm cache`: where the compiled programs are kept; `--clear` removes them.
 
 Every subcommand takes `--json` (print JSON instead of text), `--plot FILE` /
-`--no-plot`, `--netcdf FILE` (the result as CF netCDF, see `ebm.save`), the model's
-`--n-lat`, its terms (`--longwave grey-body`, one flag per kind; see `common.py`) and
-the parameters of any term (`--D 0.3 ...`; one of a term the model does not have is
-an error). Bad arguments or parameters print one line
+`--no-plot`, `--netcdf FILE` (the result as CF netCDF, see `ebm.save`); those of
+the zonal model also its `--n-lat`, its terms (`--longwave grey-body`, one flag per
+kind; see `common.py`) and the parameters of any term (`--D 0.3 ...`; one of a term
+the model does not have is an error). Bad arguments or parameters print one line
 on stderr and exit with status 2; a solve that fails prints one line (after the
 compile notice, if there was one) and exits with status 1. The long jobs (`run`,
 `fit`, `hysteresis`, `seasonal`) show a progress bar on stderr, so that stdout keeps
@@ -52,6 +55,7 @@ from . import (
     run,
     seasonal,
     sensitivity,
+    transient,
 )
 from .common import check_outputs, print_fields, print_report
 
@@ -65,6 +69,7 @@ COMMANDS = {
         sensitivity,
         hysteresis,
         seasonal,
+        transient,
         memory,
         cache,
     )

@@ -252,6 +252,39 @@ def _trajectory_variables(trajectory, container: type[Params]) -> dict:
     return variables
 
 
+def _run_variables(run, container: type[Params]) -> dict:
+    """A protocol model's run: each declared variable's final value, and its history
+    where times were saved, with the variable's own dimensions, units and name."""
+    del container  # the parameters' declarations are not needed here
+    variables = {}
+    for variable in run.variables:
+        attributes = {"units": variable.units, "long_name": variable.long_name}
+        value = _array(run.state[variable.name])
+        variables[variable.name] = (
+            variable.dims,
+            value,
+            {**attributes, "long_name": f"final {variable.long_name}"},
+        )
+        for axis, name in enumerate(variable.dims):
+            if name not in ("lat", "time") and name not in variables:
+                # Layers 2..n below the surface (the surface layer is `T`).
+                variables[name] = (
+                    name,
+                    np.arange(2, 2 + value.shape[axis]),
+                    {"long_name": f"{name} number, from the surface (1)"},
+                )
+        if run.states is not None:
+            variables[f"{variable.name}_history"] = (
+                ("time", *variable.dims),
+                _array(run.states[variable.name]),
+                {**attributes, "long_name": f"{variable.long_name} at the saved times"},
+            )
+    if run.states is not None:
+        variables.update(_time(run.ts))
+    variables["num_steps"] = _scalar(run.num_steps, "1", "time steps taken")
+    return variables
+
+
 def _seasonal_variables(cycle, container: type[Params]) -> dict:
     del container  # the parameters' declarations are not needed here
     temperature = {**_TEMPERATURE}
@@ -537,7 +570,8 @@ def to_dataset(result, params: Params | None = None, *, model=None):
 
     **Arguments:**
 
-    - `result`: an `ebm.Equilibrium`, `Trajectory`, `SeasonalCycle`, `Branch`,
+    - `result`: an `ebm.Equilibrium`, `Trajectory`, `Run` (each declared variable
+        of the model, and its history as `<name>_history`), `SeasonalCycle`, `Branch`,
         `FitResult`, `Sensitivity`, or an `Ensemble` of equilibria, trajectories or
         seasonal cycles (every variable gains a leading `member` dimension; the
         varying parameters are variables `param_<name>(member)`, the gradients
@@ -559,6 +593,7 @@ def to_dataset(result, params: Params | None = None, *, model=None):
     """
     from .._analysis.ensemble import Ensemble
     from .._analysis.fit import FitResult, Sensitivity
+    from .._layers.run import Run
     from .._steady.continuation import Branch
     from .._steady.equilibrium import Equilibrium
     from .._steady.seasonal import SeasonalCycle
@@ -567,6 +602,7 @@ def to_dataset(result, params: Params | None = None, *, model=None):
     xarray = _xarray()
     kinds = (
         (Ensemble, "ensemble", _ensemble_variables),
+        (Run, "run", _run_variables),
         (Equilibrium, "equilibrium", _equilibrium_variables),
         (Trajectory, "trajectory", _trajectory_variables),
         (SeasonalCycle, "seasonal cycle", _seasonal_variables),
@@ -579,8 +615,8 @@ def to_dataset(result, params: Params | None = None, *, model=None):
             break
     else:
         raise TypeError(
-            "`result` must be an ebm Equilibrium, Trajectory, SeasonalCycle, Branch, "
-            f"FitResult or Sensitivity, got {type(result).__name__}."
+            "`result` must be an ebm Equilibrium, Trajectory, Run, SeasonalCycle, "
+            f"Branch, FitResult or Sensitivity, got {type(result).__name__}."
         )
     if isinstance(result, FitResult):
         params = result.params
@@ -603,7 +639,7 @@ def to_dataset(result, params: Params | None = None, *, model=None):
     lat = getattr(result, "lat", None)
     if lat is not None and np.ndim(lat) == 2:
         lat = np.asarray(lat)[0]
-    if lat is None and getattr(result, "T", None) is not None:
+    if lat is None and kind == "branch" and result.T is not None:
         lat = np.asarray(result.T)[0]  # a branch's profiles: (point, lat)
     uses_lat = any("lat" in np.atleast_1d(spec[0]) for spec in variables.values())
     if lat is not None and uses_lat:
@@ -620,7 +656,7 @@ def to_dataset(result, params: Params | None = None, *, model=None):
         attributes.update(_result_code(result.result))
     # Bounds are data variables: as coordinates xarray would write a global
     # `coordinates` attribute, which CF does not define.
-    coordinates = {"lat", "time", "lat_edge", "member"}
+    coordinates = {"lat", "time", "lat_edge", "member", "layer"}
     dataset = xarray.Dataset(
         {k: v for k, v in variables.items() if k not in coordinates},
         coords={k: v for k, v in variables.items() if k in coordinates},

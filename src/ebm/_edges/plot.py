@@ -538,3 +538,50 @@ def plot_trajectory(trajectory, *, params=None, ax=None, path=None):
         _mark_failure(ax, ax.get_title() or "run", failure)
     _save(fig, path)
     return fig
+
+
+def plot_run(run, *, ax=None, path=None, title=None):
+    """Each variable of a run against time: one line per scalar variable, one per
+    layer of a layered one (an `ebm.Run` of an ocean-layer model).
+
+    **Arguments:**
+
+    - `run`: an `ebm.Run` with saved times (`ts`, `states`).
+    - `ax`: a matplotlib axes to draw on (default: a new figure).
+    - `path`: if given, save the figure there.
+    - `title`: the axes' title.
+
+    **Returns:**
+
+    The matplotlib `Figure` drawn on.
+
+    **Raises:**
+
+    - `ValueError`: if the run saved no times, or has a variable on latitudes (use
+        `ebm.plot_trajectory`).
+    """
+    if run.states is None:
+        raise ValueError(
+            "`run` has no saved times: integrate with `saveat=diffrax.SaveAt(ts=...)` "
+            "to plot it."
+        )
+    fig, ax = _axes(ax, 1, figsize=(7, 4.5))
+    years = np.asarray(run.ts)
+    units = {variable.units for variable in run.variables}
+    for variable in run.variables:
+        if "lat" in variable.dims:
+            raise ValueError(
+                f"`{variable.name}` is on latitudes: plot it with ebm.plot_trajectory."
+            )
+        values = np.asarray(run.states[variable.name]).reshape(len(years), -1)
+        for k in range(values.shape[1]):
+            label = variable.long_name
+            if values.shape[1] > 1:
+                label += f", {variable.dims[0]} {k + 2}"
+            ax.plot(years, values[:, k], label=label, ls="-" if k == 0 else "--")
+    ax.set_xlabel("time (years)")
+    ax.set_ylabel(" / ".join(sorted(units)))
+    ax.legend(loc="upper left", fontsize=8)
+    _mark_failure(ax, title or "run", _failure(run))
+    _save(fig, path)
+    return fig

@@ -1,0 +1,130 @@
+"""`ebm transient`: a global ocean-layer model under a CMIP experiment; ECS, TCR,
+the effective sensitivity and their gradients."""
+
+from . import common
+
+
+NAME = "transient"
+
+MODELS = {"two-layer": 2, "three-layer": 3}
+SCENARIOS = ("1pctCO2", "abrupt-4xCO2", "abrupt-2xCO2")
+
+
+def _models() -> dict:
+    from .._layers.n_layer import NLayerModel
+    from .._layers.two_layer import TwoLayerModel
+
+    return {"two-layer": TwoLayerModel(), "three-layer": NLayerModel(3)}
+
+
+def add_parser(subparsers) -> None:
+    """`ebm transient` and its flags, on `subparsers`."""
+    parser = subparsers.add_parser(
+        NAME,
+        help="a global ocean-layer model under a CMIP experiment; ECS and TCR",
+        description=(
+            "Run a global two- or three-layer ocean model under 1pctCO2 or an abrupt "
+            "CO2 experiment; print its ECS, TCR, effective sensitivity (Gregory "
+            "regression of abrupt-4xCO2, years 1-150), ocean heat uptake efficiency "
+            "and d(TCR)/d(parameter) for every parameter; plot the run."
+        ),
+    )
+    parser.add_argument(
+        "--model", choices=tuple(MODELS), default="two-layer", help="(two-layer)"
+    )
+    parser.add_argument(
+        "--scenario", choices=SCENARIOS, default="1pctCO2", help="(1pctCO2)"
+    )
+    parser.add_argument(
+        "--years", type=float, default=150.0, help="length of the run, years (150)"
+    )
+    parser.add_argument("--json", action="store_true", help="print JSON, not text")
+    parser.add_argument(
+        "--plot", default="transient.png", metavar="FILE", help="(transient.png)"
+    )
+    parser.add_argument("--no-plot", action="store_true", help="do not plot")
+    parser.add_argument(
+        "--netcdf", metavar="FILE", default=None, help="write the run as netCDF"
+    )
+    group = parser.add_argument_group("parameters (each model's own)")
+    seen = {}
+    for label, model in _models().items():
+        for parameter in model.Params.declarations:
+            seen.setdefault(parameter.name, (parameter, []))[1].append(label)
+    for name, (parameter, owners) in seen.items():
+        units = "" if parameter.units == "1" else f", {parameter.units}"
+        group.add_argument(
+            f"--{name.replace('_', '-')}",
+            dest=name,
+            type=float,
+            default=None,
+            metavar="X",
+            help=f"{parameter.long_name} ({common.number_text(parameter.default)}"
+            f"{units}; {parameter.allowed}; {', '.join(owners)})".replace("%", "%%"),
+        )
+
+
+def run(arguments) -> dict:
+    """The run, the model's metrics, and the plot."""
+    import diffrax
+    import equinox as eqx
+    import jax
+    import jax.numpy as jnp
+
+    from .._layers.metrics import ecs, gregory, heat_uptake_efficiency, tcr
+    from .._layers.scenarios import AbruptCO2, OnePercentCO2
+    from .._stepping.integrate import integrate
+
+    model = _models()[arguments.model]
+    container = model.Params
+    known = set(container.field_names())
+    for label, other in _models().items():
+        for name in other.Params.field_names():
+            if name not in known and getattr(arguments, name, None) is not None:
+                raise ValueError(
+                    f"--{name.replace('_', '-')} is a parameter of the {label} model, "
+                    f"not of --model {arguments.model} (its parameters: "
+                    f"{', '.join(sorted(known))})."
+                )
+    params = common.make_params(arguments, container)
+    scenario = (
+        OnePercentCO2()
+        if arguments.scenario == "1pctCO2"
+        else AbruptCO2(4.0 if arguments.scenario == "abrupt-4xCO2" else 2.0)
+    )
+    model = eqx.tree_at(lambda m: m.forcing, model, scenario)
+    years = arguments.years
+    if not 0 < years < float("inf"):
+        raise ValueError(f"--years must be a positive number, got {years}.")
+    saved = jnp.linspace(0.0, years, int(min(years, 1000)) + 1)
+    trajectory = integrate(
+        params, model=model, years=years, saveat=diffrax.SaveAt(ts=saved)
+    )
+    value, gradient = jax.value_and_grad(lambda p: tcr(p, model))(params)
+    sensitivity = ecs(params, model)
+    regression = gregory(params, model)
+    report = {
+        "model": arguments.model,
+        "scenario": arguments.scenario,
+        "years": years,
+        "params": common.floats(params),
+        "final_warming_K": float(trajectory.T),
+        "ecs_K": float(sensitivity),
+        "tcr_K": float(value),
+        "tcr_over_ecs": float(value / sensitivity),
+        "effective_sensitivity_K": float(regression.effective_sensitivity),
+        "heat_uptake_efficiency_W_m2_K": float(heat_uptake_efficiency(params, model)),
+        "d_tcr_d": common.floats(gradient),
+    }
+
+    def plot(path):
+        from .._edges.plot import plot_run
+
+        plot_run(
+            trajectory,
+            path=path,
+            title=f"{arguments.model}, {arguments.scenario}: TCR {float(value):.2f} "
+            f"K, ECS {float(sensitivity):.2f} K",
+        )
+
+    return common.finish(report, trajectory, params, arguments, plot)
