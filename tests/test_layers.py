@@ -166,6 +166,8 @@ def test_a_run_outside_the_series_or_with_foreign_parameters_is_refused():
         ebm.integrate(PARAMS, model=TWO, years=1.0, T0={"T": 0.0})
     with pytest.raises(ValueError, match="`layers` must be an integer >= 2"):
         ebm.NLayerModel(1)
+    with pytest.raises(TypeError, match="takes the zonal model .* got TwoLayerModel"):
+        ebm.equilibrium(PARAMS, model=TWO)
 
 
 def test_a_run_is_written_plotted_and_reported_by_the_command(tmp_path, capsys):
@@ -204,3 +206,15 @@ def test_a_run_is_written_plotted_and_reported_by_the_command(tmp_path, capsys):
     assert ebm.load(tmp_path / "t.nc")["T_history"].sizes["time"] == 101
     assert main(["transient", "--model", "three-layer", "--feedback", "1.0"]) == 2
     assert "not of --model three-layer" in capsys.readouterr().err
+
+
+def test_an_ensemble_of_two_layer_members_with_gradients():
+    members = ebm.sweep(PARAMS, gamma=[0.5, 0.73, 1.0])
+    run = ebm.ensemble(members, task=lambda p: ebm.tcr(p, TWO), gradient=lambda r: r)
+    gradient = jax.grad(lambda p: ebm.tcr(p, TWO))(replace(PARAMS, "gamma", 1.0))
+    assert float(run.result[2]) == pytest.approx(
+        float(ebm.tcr(replace(PARAMS, "gamma", 1.0), TWO)), rel=1e-9
+    )
+    assert float(run.gradient.gamma[2]) == pytest.approx(float(gradient.gamma), 1e-8)
+    # More exchange with the deep ocean: less transient warming.
+    assert np.all(np.diff(np.asarray(run.result)) < 0.0)

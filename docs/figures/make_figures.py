@@ -166,6 +166,83 @@ def seasonal_cycle(path):
 
 
 @figure(
+    "The surface warming of the global two-layer model (`ebm.TwoLayerModel()`, "
+    "efficacy 1 and 1.3) and of the three-layer model (`ebm.NLayerModel(3)`) under "
+    "abrupt-4xCO2 (left) and 1pctCO2 (right), each from `ebm.integrate`; the grey "
+    "band is the TCR's averaging window, years 61-80."
+)
+def layer_responses(path):
+    import diffrax
+    import jax.numpy as jnp
+
+    import ebm
+
+    years = jnp.arange(151.0)
+    models = {
+        "two-layer": (ebm.TwoLayerModel(), {}),
+        "two-layer, efficacy 1.3": (ebm.TwoLayerModel(), {"efficacy": 1.3}),
+        "three-layer": (ebm.NLayerModel(3), {}),
+    }
+    fig, axes = _pyplot().subplots(1, 2, figsize=(11, 4), layout="constrained")
+    for ax, (scenario, name) in zip(
+        axes, ((ebm.AbruptCO2(4.0), "abrupt-4xCO2"), (ebm.OnePercentCO2(), "1pctCO2"))
+    ):
+        for label, (model, values) in models.items():
+            model = _with_forcing(model, scenario)
+            params = model.Params(**values)
+            run = ebm.integrate(
+                params, model=model, years=150.0, saveat=diffrax.SaveAt(ts=years)
+            )
+            ax.plot(run.ts, run.Ts, label=label)
+        ax.set_title(name)
+        ax.set_xlabel("year")
+        ax.set_ylabel("surface warming (K)")
+    axes[1].axvspan(60, 80, color="0.9", zorder=0)
+    axes[0].legend(loc="lower right")
+    fig.savefig(path, dpi=120)
+
+
+def _with_forcing(model, scenario):
+    import equinox as eqx
+
+    return eqx.tree_at(lambda m: m.forcing, model, scenario)
+
+
+@figure(
+    "The Gregory plot of abrupt-4xCO2 (`ebm.gregory`, years 1-150): annual-mean "
+    "top-of-atmosphere imbalance against warming for the two-layer model with "
+    "efficacy 1 (a straight line through F4x and 2 ECS) and 1.3 (curved: the "
+    "regression's effective sensitivity falls short of ECS)."
+)
+def gregory(path):
+    import numpy as np
+
+    import ebm
+
+    model = ebm.TwoLayerModel()
+    fig, ax = _pyplot().subplots(figsize=(6, 4.5), layout="constrained")
+    for efficacy in (1.0, 1.3):
+        params = model.Params(efficacy=efficacy)
+        fit = ebm.gregory(params, model)
+        line = ax.plot(fit.T, fit.N, "o", ms=3, label=f"efficacy {efficacy:g}")[0]
+        T = np.linspace(0.0, 2 * float(fit.effective_sensitivity), 2)
+        ax.plot(
+            T,
+            float(fit.forcing) - float(fit.feedback) * T,
+            color=line.get_color(),
+            lw=1,
+            label=f"fit: effective sensitivity {float(fit.effective_sensitivity):.2f}"
+            f" K (ECS {float(ebm.ecs(params, model)):.2f} K)",
+        )
+    ax.set_xlabel("annual-mean warming T (K)")
+    ax.set_ylabel("annual-mean TOA imbalance N (W m-2)")
+    ax.set_xlim(left=0)
+    ax.set_ylim(bottom=0)
+    ax.legend(fontsize=8)
+    fig.savefig(path, dpi=120)
+
+
+@figure(
     "The grey-body model of Building your own model (`ebm.GreyBodyLongwave`, "
     "emissivity 0.69, 90 cells) against the default linear OLR: two calls of "
     "`ebm.plot_equilibrium` into one axes."

@@ -51,7 +51,7 @@ from jax.sharding import Mesh, NamedSharding, PartitionSpec
 from jaxtyping import Array, Bool, PyTree
 
 from .._checks import check_count
-from .._model.parameters import params_checked
+from .._model.parameters import AbstractParams, params_checked
 from .._model.params import Params
 from .._progress import HostProgress
 from .._results import RESULTS, error_message
@@ -170,13 +170,13 @@ def _broadcast(params: Params, count: int) -> Params:
 
 def _stack(members) -> Params:
     """`members` as one `Params` with every field batched along a first axis."""
-    if isinstance(members, Params):
+    if isinstance(members, AbstractParams):
         return _broadcast(members, _num_members(members))
     members = list(members)
-    if not members or not all(isinstance(p, Params) for p in members):
+    if not members or not all(isinstance(p, AbstractParams) for p in members):
         raise ValueError(
-            "`members` must be a batched ebm.Params (see ebm.sweep) or a non-empty "
-            "sequence of ebm.Params."
+            "`members` must be a batched ebm.Params (see ebm.sweep; or a model's "
+            "own parameters, `model.Params`) or a non-empty sequence of them."
         )
 
     def stack(*values):

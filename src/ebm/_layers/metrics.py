@@ -22,6 +22,7 @@ import diffrax
 import equinox as eqx
 import jax
 import jax.numpy as jnp
+import numpy as np
 import optimistix as optx
 
 from .._results import RESULTS, raise_if_failed
@@ -46,8 +47,9 @@ class _WithIntegrals(eqx.Module):
 
 
 def _integrals(model, params, ts):
+    """As `_integrals_jit`, for `ts` a NumPy array of years."""
     max_steps = default_max_steps(model, params, float(ts[-1]))
-    return _integrals_jit(model, params, ts, max_steps)
+    return _integrals_jit(model, params, jnp.asarray(ts), max_steps)
 
 
 @eqx.filter_jit
@@ -87,7 +89,7 @@ def tcr(params, model) -> jax.Array:
     """
     params = check_model_params(params, model)
     integrals, result = _integrals(
-        _scenario(model, OnePercentCO2()), params, jnp.array([60.0, 80.0])
+        _scenario(model, OnePercentCO2()), params, np.array([60.0, 80.0])
     )
     value = (integrals[1, 0] - integrals[0, 0]) / 20.0
     return raise_if_failed(value, result)
@@ -98,7 +100,7 @@ def heat_uptake_efficiency(params, model) -> jax.Array:
     K-1 (see the module docstring)."""
     params = check_model_params(params, model)
     integrals, result = _integrals(
-        _scenario(model, OnePercentCO2()), params, jnp.array([60.0, 80.0])
+        _scenario(model, OnePercentCO2()), params, np.array([60.0, 80.0])
     )
     change = integrals[1] - integrals[0]
     return raise_if_failed(change[1] / change[0], result)
@@ -136,8 +138,8 @@ def gregory(params, model, years: int = 150) -> Gregory:
 
     params = check_model_params(params, model)
     check_count("years", years, 2)
-    ts = jnp.arange(0.0, years + 1.0)
-    integrals, result = _integrals(_scenario(model, AbruptCO2(4.0)), params, ts[1:])
+    ts = np.arange(1.0, years + 1.0)
+    integrals, result = _integrals(_scenario(model, AbruptCO2(4.0)), params, ts)
     integrals = jnp.concatenate([jnp.zeros((1, 2)), integrals])
     annual = jnp.diff(integrals, axis=0)
     T, N = annual[:, 0], annual[:, 1]

@@ -71,6 +71,13 @@ def resolve_model(model: EnergyBalanceModel | None, grid: Grid | None):
     """The model to use, from `model=` or `grid=` (not both)."""
     if model is None:
         return EnergyBalanceModel(grid=Grid() if grid is None else grid)
+    if not isinstance(model, EnergyBalanceModel):
+        raise TypeError(
+            "This entry point takes the zonal model (an ebm.EnergyBalanceModel), got "
+            f"{type(model).__name__}. The ocean-layer models run under ebm.integrate "
+            "and ebm.ensemble, with ebm.ecs, ebm.tcr and ebm.gregory (see "
+            "docs/hierarchy.md)."
+        )
     if grid is not None and grid != model.grid:
         raise ValueError(
             f"Pass `grid` or `model`, not both: got grid={grid} and a model on "
