@@ -224,3 +224,13 @@ def test_bayesian_calibration_example_runs(tmp_path):
     for name in ("D", "A", "B"):
         assert "Laplace std" in lines[name]
     assert (tmp_path / "bayesian_calibration.png").stat().st_size > 10_000
+
+
+def test_land_box_example_runs(tmp_path):
+    # A model of the protocol written in the script: its TCR's reverse-mode
+    # derivative matches central finite differences to the digits printed.
+    result = _run_example("land_box.py", cwd=tmp_path)
+    line = next(line for line in result.stdout.splitlines() if "d(TCR)/d(exch" in line)
+    values = [float(word.rstrip(",")) for word in line.split() if word[-1].isdigit()]
+    assert len(values) == 2 and values[0] == values[1] < 0.0
+    assert (tmp_path / "land_box.png").exists()

@@ -218,3 +218,57 @@ def test_an_ensemble_of_two_layer_members_with_gradients():
     assert float(run.gradient.gamma[2]) == pytest.approx(float(gradient.gamma), 1e-8)
     # More exchange with the deep ocean: less transient warming.
     assert np.all(np.diff(np.asarray(run.result)) < 0.0)
+
+
+# --- the zonal model over a deep ocean ------------------------------------------
+
+ZONAL_GRID = ebm.Grid(6)
+
+
+def test_zonal_deep_ocean_global_mean_obeys_the_two_layer_equations():
+    # Uniform heat capacity and no ice-albedo feedback (the albedo of the start,
+    # held fixed): the global mean of the zonal model over a deep ocean is the
+    # global two-layer model with feedback B, exactly.
+    from ebm._constants import SECONDS_PER_YEAR
+
+    plain = ebm.EnergyBalanceModel(grid=ZONAL_GRID)
+    start = ebm.equilibrium(ebm.Params(), model=plain)
+    albedo = ebm.PrescribedAlbedo(plain.albedo(start.T, ebm.Params(), ZONAL_GRID))
+    surface = ebm.EnergyBalanceModel(grid=ZONAL_GRID, albedo=albedo)
+    model = ebm.DeepOceanModel(surface=surface, forcing=ebm.AbruptCO2(4.0))
+    params = model.Params(efficacy=1.3)
+    saveat = diffrax.SaveAt(ts=jnp.arange(31.0))
+    run = ebm.integrate(params, model=model, years=30.0, saveat=saveat)
+    assert run.variables[1].dims == ("lat",)
+    mean = np.asarray(ZONAL_GRID.global_mean(run.states["T"]))
+    capacity = surface.heat_capacity(params, ZONAL_GRID) / SECONDS_PER_YEAR
+    assert np.ptp(np.asarray(capacity)) == 0.0
+    global_model = ebm.TwoLayerModel(forcing=ebm.AbruptCO2(4.0))
+    global_params = global_model.Params(
+        feedback=params.B,
+        gamma=params.gamma,
+        C=capacity[0],
+        C_deep=params.C_deep,
+        efficacy=params.efficacy,
+        F2x=params.F2x,
+    )
+    expected = ebm.integrate(
+        global_params, model=global_model, years=30.0, saveat=saveat
+    )
+    np.testing.assert_allclose(mean - mean[0], expected.Ts, atol=1e-6)
+
+
+def test_zonal_deep_ocean_with_ice_conserves_energy():
+    # With the ice-albedo feedback, energy is still conserved: the change of heat
+    # content is the integral of the top-of-atmosphere imbalance.
+    surface = ebm.EnergyBalanceModel(grid=ZONAL_GRID)
+    model = ebm.DeepOceanModel(surface=surface, forcing=ebm.AbruptCO2(4.0))
+    params = model.Params(efficacy=1.3)
+    run = ebm.integrate(params, model=model, years=20.0)
+    start = model.initial_state(params)
+    change = model.heat_content(run.state, params) - model.heat_content(start, params)
+    imbalance = ebm.gregory(params, model, years=20).N
+    assert float(change) == pytest.approx(float(jnp.sum(imbalance)), rel=1e-6)
+    # The ice retreats: the poles warm more than the globe.
+    warming = run.state["T"] - start["T"]
+    assert float(warming[-1]) > float(ZONAL_GRID.global_mean(warming)) > 0.0

@@ -68,6 +68,7 @@ from ._edges.plot import (
     plot_trajectory as plot_trajectory,
 )
 from ._layers.base import AbstractLayerModel as AbstractLayerModel
+from ._layers.deep_ocean import DeepOceanModel as DeepOceanModel
 from ._layers.metrics import (
     Gregory as Gregory,
     ecs as ecs,
@@ -97,6 +98,7 @@ from ._model.parameters import (
     AbstractParams as AbstractParams,
     Constraint as Constraint,
     Parameter as Parameter,
+    params_class as params_class,
 )
 from ._model.params import Params as Params
 from ._model.protocol import AbstractModel as AbstractModel, Variable as Variable

@@ -19,8 +19,8 @@ from .._results import (
 
 
 class Run(eqx.Module):
-    """The result of `ebm.integrate` for a model whose state is a PyTree (the
-    ocean-layer models).
+    """The result of `ebm.integrate` for a model of the protocol other than the
+    zonal one (the ocean-layer models, the zonal model over a deep ocean).
 
     **Attributes:**
 
@@ -29,39 +29,27 @@ class Run(eqx.Module):
         experiments, calendar years for a series) (`None` unless `saveat` asks).
     - `states`: the saved states, each array with a leading time axis (`None`
         unless asked for).
+    - `T`: the final surface temperature (`model.surface_temperature`), and `Ts`
+        its values at the saved times (`None` unless asked for).
+    - `global_mean`: the final global-mean surface temperature.
     - `variables`: the model's declared variables (names, units, long names,
         dimensions).
     - `result`: an `ebm.RESULTS`; `RESULTS.successful` when the run finished.
     - `num_steps`: accepted plus rejected steps.
-
-    `T` is the final surface temperature, `Ts` the saved ones, `global_mean` the
-    final global mean.
     """
 
     state: dict[str, Array]
     ts: Float[Array, " time"] | None
     states: dict[str, Array] | None
+    T: Array
+    Ts: Array | None
+    global_mean: Array
     variables: tuple[Variable, ...] = eqx.field(static=True)
     result: RESULTS
     num_steps: Int[Array, ""]
 
     def __repr__(self) -> str:
         return with_result_names(self)
-
-    @property
-    def T(self) -> Array:
-        """The final surface temperature (anomaly), K."""
-        return self.state["T"]
-
-    @property
-    def Ts(self) -> Array | None:
-        """The surface temperature at the saved times, K."""
-        return None if self.states is None else self.states["T"]
-
-    @property
-    def global_mean(self) -> Array:
-        """The final global-mean surface temperature, K."""
-        return self.state["T"]
 
 
 def check_model_params(params, model: AbstractModel) -> AbstractParams:
@@ -127,7 +115,7 @@ def integrate_model(
         y0 = jax.tree.map(lambda x: jnp.asarray(x, dtype=float), y0)
     adjoint = resolve_adjoint(adjoint)
     if solver is None:
-        solver = diffrax.Tsit5()
+        solver = model.default_solver()
     if stepsize_controller is None:
         # Steps end on the forcing's kinks (a series' times).
         stepsize_controller = diffrax.PIDController(
@@ -188,19 +176,27 @@ def _integrate_model(
         throw=False,
     )
     result = RESULTS.promote(solution.result)
-    ys = state_arrays(model, solution.ys)
-    state = {name: value[-1] for name, value in ys.items()}
+    final = jax.tree.map(lambda y: y[-1], solution.ys)
+    state = state_arrays(model, final)
+    T, global_mean = model.surface_temperature(final), model.global_mean(final)
     if saveat.subs.ts is None and not saveat.subs.steps and not saveat.subs.t0:
-        ts, states = None, None
+        ts, states, Ts = None, None, None
     else:
         ts = solution.ts[:-1]
-        states = {name: value[:-1] for name, value in ys.items()}
+        saved = jax.tree.map(lambda y: y[:-1], solution.ys)
+        states = state_arrays(model, saved)
+        Ts = jax.vmap(model.surface_temperature)(saved)
     if not throw:
-        state, states = nan_unless_successful(result, (state, states), params)
+        state, states, T, Ts, global_mean = nan_unless_successful(
+            result, (state, states, T, Ts, global_mean), params
+        )
     return Run(
         state=state,
         ts=ts,
         states=states,
+        T=T,
+        Ts=Ts,
+        global_mean=global_mean,
         variables=model.variables,
         result=result,
         num_steps=solution.stats["num_steps"],

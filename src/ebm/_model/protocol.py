@@ -114,6 +114,13 @@ class AbstractModel(eqx.Module):
             lambda y, params: self(t, y, params), y, params
         )
 
+    def default_solver(self):
+        """The diffrax solver `ebm.integrate` uses unless told: `diffrax.Tsit5()`
+        (explicit); a stiff model returns an implicit one."""
+        import diffrax
+
+        return diffrax.Tsit5()
+
     def time_scales(self, params: AbstractParams, y: PyTree | None = None):
         """`(fastest, slowest)`: the shortest and longest relaxation times of the
         linearised tendency at `y` (default: the start state), years."""

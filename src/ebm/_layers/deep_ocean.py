@@ -1,0 +1,129 @@
+r"""The zonal energy-balance model over a deep ocean: every cell of
+`ebm.EnergyBalanceModel` (any of its terms: ice albedo, grey body, CO2, moist
+transport, seasonal insolation) exchanges heat with a deep-ocean layer beneath it,
+as the global two-layer model's surface does with its deep ocean:
+
+$$C(\phi) \partial_t T = \mathcal{E}(T)(\phi, t) + F(t)
+- \epsilon\gamma\,(T - T_d), \qquad C_d\,\partial_t T_d = \gamma\,(T - T_d),$$
+
+where $\mathcal{E}$ is the zonal model's energy budget (absorbed solar - OLR +
+transport + its own forcing term, W m-2), $F(t)$ the scenario's forcing, added
+uniformly, and $\gamma$, $C_d$, $\epsilon$ are `gamma`, `C_deep` and `efficacy`, as
+in `ebm.TwoLayerModel`. The deep ocean has no transport of its own. A run starts
+from the surface model's stable equilibrium (from the present-day start), with the
+deep ocean at the same temperature, so that nothing is exchanged until the forcing
+acts.
+"""
+
+import functools
+
+from jaxtyping import PyTree
+
+from .._constants import SECONDS_PER_YEAR
+from .._custom_types import Scalar
+from .._model.model import EnergyBalanceModel
+from .._model.parameters import AbstractParams, params_class
+from .._model.protocol import AbstractModel, Variable
+from .scenarios import AbruptCO2, AbstractScenario
+from .two_layer import PARAMETERS
+
+
+_DEEP = tuple(p for p in PARAMETERS if p.name in ("gamma", "C_deep", "efficacy", "F2x"))
+
+
+@functools.cache
+def _params_of(surface: type[AbstractParams]) -> type[AbstractParams]:
+    return params_class(
+        "DeepOcean" + surface.__name__,
+        _DEEP,
+        base=surface,
+        doc="The parameters of `ebm.DeepOceanModel`: its surface model's, and the "
+        "deep ocean's `gamma`, `C_deep`, `efficacy` and `F2x`.",
+    )
+
+
+class DeepOceanModel(AbstractModel):
+    """The zonal model over a deep ocean (see the module docstring).
+
+    State: `{"T": surface temperature (lat), "T_deep": deep-ocean temperature
+    (lat)}`, degC. Parameters: `model.Params`, the surface model's and `gamma`,
+    `C_deep`, `efficacy`, `F2x`.
+
+    **Arguments:**
+
+    - `surface`: the zonal model (default `ebm.EnergyBalanceModel()`).
+    - `forcing`: an `ebm.AbstractScenario`, added in every cell (default
+        `ebm.AbruptCO2()`).
+    """
+
+    surface: EnergyBalanceModel = EnergyBalanceModel()
+    forcing: AbstractScenario = AbruptCO2()
+
+    @property
+    def variables(self) -> tuple[Variable, ...]:
+        return (
+            Variable("T", "degC", "surface temperature", ("lat",)),
+            Variable("T_deep", "degC", "deep-ocean temperature", ("lat",)),
+        )
+
+    @property
+    def Params(self) -> type[AbstractParams]:
+        return _params_of(self.surface.Params)
+
+    def surface_params(self, params: AbstractParams) -> AbstractParams:
+        """The surface model's parameters among `params`."""
+        container = self.surface.Params
+        return container(**{n: getattr(params, n) for n in container.field_names()})
+
+    def _exchange(self, y, params) -> Scalar:
+        """Heat flux from the surface into the deep ocean, W m-2, per cell."""
+        return params.gamma * (y["T"] - y["T_deep"])
+
+    def __call__(self, t, y: PyTree, params: AbstractParams) -> PyTree:
+        grid = self.surface.grid
+        surface = self.surface.tendency(y["T"], self.surface_params(params), t)
+        flux = self.forcing(t, params) - params.efficacy * self._exchange(y, params)
+        capacity = self.surface.heat_capacity(params, grid)
+        return {
+            "T": surface + flux * SECONDS_PER_YEAR / capacity,
+            "T_deep": self._exchange(y, params) / params.C_deep,
+        }
+
+    def initial_state(self, params: AbstractParams) -> PyTree:
+        """The surface model's stable equilibrium, with the deep ocean at it."""
+        from .._steady.equilibrium import equilibrium
+
+        T = equilibrium(self.surface_params(params), model=self.surface).T
+        return {"T": T, "T_deep": T}
+
+    def surface_temperature(self, y: PyTree):
+        return y["T"]
+
+    def global_mean(self, y: PyTree) -> Scalar:
+        return self.surface.grid.global_mean(y["T"])
+
+    def toa_imbalance(self, t, y: PyTree, params: AbstractParams) -> Scalar:
+        surface = self.surface.toa_imbalance(t, y["T"], self.surface_params(params))
+        uptake = self.surface.grid.global_mean(self._exchange(y, params))
+        return surface + self.forcing(t, params) - (params.efficacy - 1.0) * uptake
+
+    def heat_content(self, y: PyTree, params: AbstractParams) -> Scalar:
+        surface = self.surface.heat_content(y["T"], self.surface_params(params))
+        return surface + params.C_deep * self.surface.grid.global_mean(y["T_deep"])
+
+    def time_scales(self, params: AbstractParams, y=None):
+        """`(fastest, slowest)`: the surface's fastest radiative relaxation (what
+        sizes the implicit solver's steps, as for `ebm.integrate` of the zonal
+        model) and the deep ocean's `C_deep / gamma`, years."""
+        from .._stepping.integrate import time_scales
+
+        if y is None:
+            y = self.initial_state(params)
+        scales = time_scales(self.surface_params(params), self.surface, y["T"])
+        return scales.relaxation, params.C_deep / params.gamma
+
+    def default_solver(self):
+        """`diffrax.Kvaerno5()`: the transport is stiff."""
+        import diffrax
+
+        return diffrax.Kvaerno5()
