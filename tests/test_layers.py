@@ -272,3 +272,8 @@ def test_zonal_deep_ocean_with_ice_conserves_energy():
     # The ice retreats: the poles warm more than the globe.
     warming = run.state["T"] - start["T"]
     assert float(warming[-1]) > float(ZONAL_GRID.global_mean(warming)) > 0.0
+    # Its file has both variables on the latitudes, with their bounds.
+    dataset = ebm.to_dataset(run, params)
+    assert dataset["T_deep"].dims == ("lat",)
+    np.testing.assert_allclose(dataset["lat"].values, ZONAL_GRID.lat)
+    assert "lat_bnds" in dataset

@@ -639,6 +639,15 @@ def to_dataset(result, params: Params | None = None, *, model=None):
     lat = getattr(result, "lat", None)
     if lat is not None and np.ndim(lat) == 2:
         lat = np.asarray(lat)[0]
+    if lat is None and kind == "run":
+        # A protocol model's variables on latitudes (the zonal model over a deep
+        # ocean): the grid from their length.
+        sizes = [
+            np.shape(result.state[v.name])[v.dims.index("lat")]
+            for v in result.variables
+            if "lat" in v.dims
+        ]
+        lat = np.zeros(sizes[0]) if sizes else None
     if lat is None and kind == "branch" and result.T is not None:
         lat = np.asarray(result.T)[0]  # a branch's profiles: (point, lat)
     uses_lat = any("lat" in np.atleast_1d(spec[0]) for spec in variables.values())
