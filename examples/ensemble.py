@@ -86,7 +86,7 @@ def main() -> None:
         f"{count} members ({n_d} D x {n_s0} S0) on {jax.device_count()} devices "
         f"({jax.process_count()} processes): {seconds:.2f} s, compilation included"
     )
-    print(f"{len(run.failures)} failed, e.g.:")
+    print(f"{len(run.failures)} failed" + (", e.g.:" if run.failures else ""))
     for member, reason in list(run.failures.items())[:3]:
         print(
             f"  member {member} (D={float(run.params.D[member]):.3f}, "

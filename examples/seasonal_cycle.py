@@ -60,12 +60,23 @@ def main():
         f"(day {day[edge.argmax()]:.0f}); mean "
         f"{float(cycle.annual_mean_ice_edge):.1f} N"
     )
+    # The southern edge in degrees south: equatorward is a smaller number.
+    south = -np.asarray(cycle.ice_edge_south)
+    print(
+        f"  southern ice edge          {south.min():7.1f} S "
+        f"(day {day[south.argmin()]:.0f}) to {south.max():.1f} S "
+        f"(day {day[south.argmax()]:.0f}); mean "
+        f"{-float(cycle.annual_mean_ice_edge_south):.1f} S"
+    )
     lat = np.asarray(cycle.lat)
     print("  amplitude, half the range over the year (K):")
     for target in (-80, -45, 0, 45, 80):
         index = int(np.argmin(np.abs(lat - target)))
+        hemisphere = (
+            f"{lat[index]:5.1f} N" if lat[index] >= 0 else f"{-lat[index]:5.1f} S"
+        )
         print(
-            f"    {lat[index]:6.1f} N  {float(cycle.amplitude[index]):6.2f}"
+            f"    {hemisphere}  {float(cycle.amplitude[index]):6.2f}"
             f"   (annual mean {float(cycle.annual_mean[index]):6.2f} C)"
         )
 

@@ -53,6 +53,18 @@ def test_bad_values_give_one_line(capsys, argv, expected):
     assert expected in err and _one_line(err)
 
 
+def test_abbreviated_flags_are_refused_and_the_version_is_printed(capsys):
+    # `--ice` was read as `--ice-width`: a later `--ice-...` flag would change it.
+    with pytest.raises(SystemExit) as info:
+        main(["equilibrium", "--no-plot", "--ice", "0.5"])
+    assert info.value.code == 2
+    assert "unrecognized arguments: --ice 0.5" in capsys.readouterr().err
+    with pytest.raises(SystemExit) as info:
+        main(["--version"])
+    assert info.value.code == 0
+    assert capsys.readouterr().out.startswith("ebm ")
+
+
 def test_bad_choice_is_a_usage_error(capsys):
     with pytest.raises(SystemExit) as info:
         main(["equilibrium", "--start", "tropical"])
@@ -221,6 +233,13 @@ def test_hysteresis_and_seasonal_and_memory(capsys, tmp_path):
     report = _json(capsys, [*argv, "--netcdf", str(netcdf)])
     assert report["residual_K"] < 1e-9
     assert report["stepper"] == "rosenbrock" and report["step_error_K"] < 10
+    # One meaning for one name: the range is max - min, as in the library and the
+    # file; the extremes are their own field.
+    cycle = ebm.load(netcdf)
+    for edge in ("ice_edge", "ice_edge_south"):
+        low, high = report[f"{edge}_min_max_degN"]
+        assert report[f"{edge}_range_deg"] == pytest.approx(high - low)
+        assert float(cycle[f"{edge}_range"]) == pytest.approx(high - low)
     # The time-stepping check's tolerance, from the command line: refused, with
     # its numbers.
     assert main([*argv, "--error-tolerance", "1e-6"]) == 1

@@ -376,3 +376,20 @@ def test_equilibrium_and_its_derivatives_compile_once():
     assert_compiles_once(lambda p: ebm.equilibrium(p).T, *_VALUES)
     assert_compiles_once(jax.grad(lambda p: ebm.equilibrium(p).global_mean), *_VALUES)
     assert_compiles_once(jax.jacfwd(lambda p: ebm.equilibrium(p).ice_edge), *_VALUES)
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "error", "match"),
+    [
+        ({"grid": 60}, TypeError, r"`grid` must be an ebm.Grid \(e.g. ebm.Grid\(60\)"),
+        ({"model": "default"}, TypeError, "takes the zonal model .* got str"),
+        ({"adjoint": "implicit"}, TypeError, "`adjoint` must be an optimistix adjoint"),
+        ({"solver": None}, TypeError, "`solver` must be an optimistix root-finder"),
+        ({"start": None}, ValueError, "`start` must be one of .* got None"),
+        ({"throw": "yes"}, TypeError, "`throw` must be True or False"),
+    ],
+)
+def test_arguments_of_the_wrong_kind_are_named(kwargs, error, match):
+    # Each gave an AttributeError from deep inside (or, for throw, was accepted).
+    with pytest.raises(error, match=match):
+        ebm.equilibrium(ebm.Params(), **kwargs)

@@ -1,6 +1,7 @@
 """Each example runs as a script in its fast mode and writes its figures."""
 
 import pathlib
+import re
 import subprocess
 import sys
 
@@ -77,6 +78,9 @@ def test_seasonal_cycle_example_runs(tmp_path):
     # "... is within X K of the shooting solution"
     assert float(agreement.split("within ")[1].split()[0]) < 1e-8
     assert (tmp_path / "seasonal_cycle.png").stat().st_size > 10_000
+    # Both hemispheres' edges; southern latitudes in degrees south, never "-80 N".
+    assert "southern ice edge" in result.stdout
+    assert not re.search(r"-\d+(\.\d+)? N\b", result.stdout), result.stdout
 
 
 def test_orbital_sensitivity_example_runs(tmp_path):

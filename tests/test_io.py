@@ -334,6 +334,33 @@ def test_sensitivity_lines_have_a_colour_each_and_the_seasonal_axes_their_units(
     plt.close("all")
 
 
+def test_an_asymmetric_equilibrium_labels_both_edges_and_bad_arguments_are_named(
+    results, tmp_path
+):
+    import types
+
+    import matplotlib.pyplot as plt
+
+    grid = ebm.Grid(6)
+    state = types.SimpleNamespace(
+        lat=grid.lat,
+        T=jnp.asarray([-30.0, 0.0, 10.0, 10.0, 5.0, 3.0]),
+        global_mean=jnp.asarray(3.0),
+        ice_edge=jnp.asarray(90.0),
+        ice_edge_south=jnp.asarray(-48.5),
+    )
+    figure = ebm.plot_equilibrium(state, params=PARAMS)
+    texts = [text.get_text() for text in figure.axes[0].texts]
+    assert "ice edge 48.5°S" in texts
+    assert "ice edges 90.0°N, 48.5°S" in figure.axes[0].get_title()
+    plt.close("all")
+    equilibrium, _ = results["equilibrium"]
+    with pytest.raises(TypeError, match="`params` must be the ebm parameters"):
+        ebm.to_dataset(equilibrium, params={"D": 1.0})
+    with pytest.raises(IsADirectoryError, match="is a directory"):
+        ebm.load(tmp_path)
+
+
 def test_text_is_written_as_cf_character_arrays(tmp_path):
     # CF defines text as char arrays with a string-length dimension; netCDF-4's
     # variable-length strings (which xarray writes by default) are not CF.

@@ -224,6 +224,29 @@ def test_each_hemisphere_has_its_own_ice_edge(n_lat):
         ebm.ice_edge(T, params, grid, "east")
 
 
+def test_ice_edge_of_a_batch_a_nan_and_bad_arguments():
+    # A (time, lat) array gave one meaningless number per cell; NaN read as
+    # ice-free; a snowball's southern edge was -0.0.
+    grid = ebm.Grid(60)
+    params = ebm.Params()
+    lat = np.asarray(grid.lat)
+    T = jnp.asarray(20.0 - 40.0 * np.sin(np.deg2rad(lat)) ** 2)
+    batch = jnp.stack([T, T + 5.0])
+    one_by_one = [float(ebm.ice_edge(row, params, grid)) for row in batch]
+    np.testing.assert_array_equal(ebm.ice_edge(batch, params, grid), one_by_one)
+    south = ebm.ice_edge(batch, params, grid, "south")
+    np.testing.assert_allclose(south, -np.asarray(one_by_one), rtol=1e-12)
+    assert np.isnan(float(ebm.ice_edge(jnp.full(60, jnp.nan), params, grid)))
+    frozen = ebm.ice_edge(jnp.full(60, -50.0), params, grid, "south")
+    assert float(frozen) == 0.0 and not np.signbit(float(frozen))
+    with pytest.raises(ValueError, match=r"`T` must have 30 values .* shape \(60,\)"):
+        ebm.ice_edge(T, params, ebm.Grid(30))
+    with pytest.raises(TypeError, match="`params` must be ebm parameters"):
+        ebm.ice_edge(T, None, grid)
+    with pytest.raises(TypeError, match="`grid` must be an ebm.Grid"):
+        ebm.ice_edge(T, params, 60)
+
+
 def test_coarse_equilibrium_reports_its_ice_edge():
     state = ebm.equilibrium(ebm.Params(), grid=ebm.Grid(3))
     assert state.T[1] > ebm.Params().Tf > state.T[2]

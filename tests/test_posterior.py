@@ -102,6 +102,12 @@ def test_log_jacobian_is_the_derivative_of_the_transform(prior, name):
         ({"noise": -1.0}, "noise"),
         ({"observed": np.zeros(5)}, "shape"),
         ({"observed": {"albedo": 0.3}}, "albedo"),
+        # An edge in the wrong hemisphere's sign (a common slip) drove D to 0.
+        (
+            {"observed": {"ice_edge_south": 74.4}},
+            r"`observed\['ice_edge_south'\]` must be in \[-90, 0\]",
+        ),
+        ({"observed": {"ice_edge": -70.0}}, r"must be in \[0, 90\]"),
         ({"through": "spin-up"}, "through"),
         ({"derived": ("tcr",)}, "tcr"),
         ({"num_samples": 1}, "num_samples"),

@@ -708,7 +708,10 @@ def hessian(
     check_threshold("near_fold", near_fold, optional=True)
     names = check_names(names, "names", type(params))
     if output == "T":
-        raise ValueError("`output` must be a scalar ('global_mean' or 'ice_edge').")
+        raise ValueError(
+            "`output` must be a scalar ('global_mean', 'ice_edge' or "
+            f"'ice_edge_south') or a function, got {output!r}."
+        )
     profiles = [name for name in names if np.ndim(getattr(params, name)) > 0]
     if profiles:
         raise ValueError(

@@ -1062,6 +1062,12 @@ def _check_observed(observed, through, times, grid) -> dict[str, Array]:
                 f"`observed[{output!r}]` must be finite everywhere, got "
                 f"{int((~np.isfinite(array)).sum())} non-finite value(s)."
             )
+        span = {"ice_edge": (0.0, 90.0), "ice_edge_south": (-90.0, 0.0)}.get(output)
+        if span is not None and not np.all((span[0] <= array) & (array <= span[1])):
+            raise ValueError(
+                f"`observed[{output!r}]` must be in [{span[0]:g}, {span[1]:g}] "
+                f"(degrees north), got {array.min():g} to {array.max():g}."
+            )
         checked[output] = jnp.asarray(array)
     if not checked:
         raise ValueError("`observed` must hold at least one output.")

@@ -138,7 +138,13 @@ class _CompileNotice:
 
 
 class _Parser(argparse.ArgumentParser):
-    """argparse whose usage errors are one line (and exit status 2, as argparse's)."""
+    """argparse whose usage errors are one line (and exit status 2, as argparse's),
+    and which reads only whole option names: an abbreviation (`--ice` for
+    `--ice-width`) would change meaning when an option is added."""
+
+    def __init__(self, *args, **kwargs):
+        kwargs.setdefault("allow_abbrev", False)
+        super().__init__(*args, **kwargs)
 
     def error(self, message):
         self.exit(2, f"{self.prog}: error: {message} (see --help)\n")
@@ -157,9 +163,12 @@ def _hyphenated(argv: Sequence[str]) -> list[str]:
 
 
 def _parser() -> argparse.ArgumentParser:
+    from .. import __version__
+
     parser = _Parser(
         prog="ebm", description="Differentiable energy-balance climate model."
     )
+    parser.add_argument("--version", action="version", version=f"ebm {__version__}")
     subparsers = parser.add_subparsers(
         dest="command", required=True, parser_class=_Parser
     )

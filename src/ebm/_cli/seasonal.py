@@ -66,15 +66,17 @@ def run(arguments) -> dict:
         "residual_K": float(cycle.residual),
         "annual_global_mean_degC": float(cycle.annual_global_mean),
         "annual_mean_ice_edge_degN": float(cycle.annual_mean_ice_edge),
-        "ice_edge_range_degN": [
+        "ice_edge_min_max_degN": [
             float(cycle.ice_edge.min()),
             float(cycle.ice_edge.max()),
         ],
+        "ice_edge_range_deg": float(cycle.ice_edge_range),
         "annual_mean_ice_edge_south_degN": float(cycle.annual_mean_ice_edge_south),
-        "ice_edge_south_range_degN": [
+        "ice_edge_south_min_max_degN": [
             float(cycle.ice_edge_south.min()),
             float(cycle.ice_edge_south.max()),
         ],
+        "ice_edge_south_range_deg": float(cycle.ice_edge_south_range),
         "amplitude_K_north_pole": float(cycle.amplitude[-1]),
     }
 

@@ -23,6 +23,7 @@ import jax
 import numpy as np
 
 from .._model.grid import Grid
+from .._model.parameters import AbstractParams
 from .._model.params import Params
 
 
@@ -618,6 +619,11 @@ def to_dataset(result, params: Params | None = None, *, model=None):
             "`result` must be an ebm Equilibrium, Trajectory, Run, SeasonalCycle, "
             f"Branch, FitResult or Sensitivity, got {type(result).__name__}."
         )
+    if params is not None and not isinstance(params, AbstractParams):
+        raise TypeError(
+            "`params` must be the ebm parameters the result was computed with "
+            f"(ebm.Params or model.Params), got {type(params).__name__}."
+        )
     if isinstance(result, FitResult):
         params = result.params
     if isinstance(result, Ensemble | FitResult):
@@ -788,6 +794,8 @@ def load(path):
         attribute), returned as `xarray.open_dataset` reads it.
     """
     xarray = _xarray()
+    if pathlib.Path(path).is_dir():
+        raise IsADirectoryError(f"`path` {path} is a directory, not a netCDF file.")
     if not pathlib.Path(path).is_file():
         raise FileNotFoundError(f"`path` {path}: no such file.")
     try:

@@ -138,14 +138,24 @@ def plot_equilibrium(equilibrium, *, params=None, ax=None, path=None, label=None
     for value in (edge, south):
         if 0 < abs(value) < 90:
             ax.axvline(value, color=line.get_color(), ls="--", lw=1)
+    symmetric = abs(edge + south) < 0.05
     if 0 < edge < 90:
         ax.annotate(
-            f"ice edge {edge:.1f}°",
+            f"ice edge {edge:.1f}°" if symmetric else f"ice edge {edge:.1f}°N",
             (edge, freezing),
             # Equatorward of the edge, inside the axes however close to the pole.
             xytext=(-4, 6 + 14 * previous_edges),
             textcoords="offset points",
             ha="right",
+            color=line.get_color() if previous_edges else None,
+        )
+    if not symmetric and 0 < -south < 90:
+        ax.annotate(
+            f"ice edge {-south:.1f}°S",
+            (south, freezing),
+            xytext=(4, 6 + 14 * previous_edges),
+            textcoords="offset points",
+            ha="left",
             color=line.get_color() if previous_edges else None,
         )
     ax.set_xlabel("latitude (°N)")
@@ -154,7 +164,7 @@ def plot_equilibrium(equilibrium, *, params=None, ax=None, path=None, label=None
     ax.set_xticks(np.arange(-90, 91, 30))
     edges = (
         f"ice edge {edge:.1f}°N"
-        if abs(edge + south) < 0.05
+        if symmetric
         else f"ice edges {edge:.1f}°N, {-south:.1f}°S"
     )
     _mark_failure(
@@ -377,7 +387,9 @@ def plot_branch(branch, *, ax=None, path=None, label=None, color=None, annotate=
     if np.max(np.abs(south - np.asarray(branch.ice_edge)), initial=0.0) > 0.05:
         # An asymmetric model: the southern edge too, as a distance from the equator.
         axes[0].plot(values, south, color=color, ls=":", lw=1, label="ice edge (°S)")
-    axes[0].set_ylabel("ice edge (°N)")
+        axes[0].set_ylabel("ice edge (°N; dotted: °S)")
+    else:
+        axes[0].set_ylabel("ice edge (°N)")
     axes[0].set_ylim(-3, 93)
     axes[0].set_yticks(np.arange(0, 91, 15))
     axes[1].set_ylabel("global mean temperature (°C)")

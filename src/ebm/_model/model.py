@@ -56,11 +56,11 @@ from .protocol import AbstractModel, Variable
 
 
 def ice_edge(
-    T: Temperature,
+    T: Float[Array, "*batch lat"],
     params: AbstractParams,
     grid: Grid,
     hemisphere: Literal["north", "south"] = "north",
-) -> Scalar:
+) -> Float[Array, "*batch"]:
     """Latitude of one hemisphere's ice edge, degrees north.
 
     The first crossing of `Tf`, walking from the equator to the pole of
@@ -68,21 +68,48 @@ def ice_edge(
     it. The walk starts at the equator's cell on an odd grid, and at the first cell
     of the hemisphere on an even one (no cell is centred on the equator). For the
     north: 90 when no cell of the walk is below `Tf` (ice-free), 0 when its first
-    cell already is (snowball). For the south the same with the sign of latitude:
-    -90 ice-free, 0 snowball. Piecewise smooth in `T` and the parameters, so it has
-    a derivative wherever the edge stays between the same two cells.
+    cell already is: a snowball, or an ice belt at the equator under ice-free
+    higher latitudes (this edge does not tell them apart; the profile does). For
+    the south the same with the sign of latitude: -90 ice-free, 0 ice at the
+    equator. NaN where the walk meets a NaN temperature. Piecewise smooth in `T`
+    and the parameters, so it has a derivative wherever the edge stays between the
+    same two cells.
+
+    **Arguments:**
+
+    - `T`: temperature on the cell centres, degC, shape `(..., n_lat)`: leading
+        axes (times, members) give one edge each.
+    - `params`: the parameters (for `Tf`).
+    - `grid`: the grid of `T`.
+    - `hemisphere`: `"north"` (default) or `"south"`.
 
     **Raises:**
 
-    - `ValueError`: if `hemisphere` is not `"north"` or `"south"`.
+    - `ValueError`: if `hemisphere` is not `"north"` or `"south"`, or `T`'s last
+        axis is not `grid.n_lat` long.
+    - `TypeError`: if `params` or `grid` is not ebm's.
     """
-    if hemisphere == "south":
-        # The grid is symmetric: reversed, its latitudes are the negated ones.
-        return -ice_edge(T[::-1], params, grid)
-    if hemisphere != "north":
+    if hemisphere not in ("north", "south"):
         raise ValueError(
             f"`hemisphere` must be 'north' or 'south', got {hemisphere!r}."
         )
+    if not isinstance(grid, Grid):
+        raise TypeError(f"`grid` must be an ebm.Grid, got {type(grid).__name__}.")
+    if not isinstance(params, AbstractParams):
+        name = type(params).__name__
+        raise TypeError(f"`params` must be ebm parameters (ebm.Params), got {name}.")
+    T = jnp.asarray(T, dtype=float)
+    if T.ndim == 0 or T.shape[-1] != grid.n_lat:
+        raise ValueError(
+            f"`T` must have {grid.n_lat} values (one per cell of {grid}) along its "
+            f"last axis, got shape {T.shape}."
+        )
+    if T.ndim > 1:
+        return jax.vmap(lambda T: ice_edge(T, params, grid, hemisphere))(T)
+    if hemisphere == "south":
+        # The grid is symmetric: reversed, its latitudes are the negated ones
+        # (`0.0 -` keeps a snowball's edge +0, not -0).
+        return 0.0 - ice_edge(T[::-1], params, grid)
     lat = grid.lat
     # Index, not `lat >= 0`: the equator's centre is zero only to rounding.
     first_cell = grid.n_lat // 2
@@ -97,7 +124,10 @@ def ice_edge(
     fraction = (T_warm - params.Tf) / jnp.where(T_warm == T_cold, 1.0, T_warm - T_cold)
     edge = lat[equatorward] + fraction * (lat[first] - lat[equatorward])
     edge = jnp.where(at_equator, 0.0, edge)
-    return jnp.where(any_ice, edge, 90.0)
+    edge = jnp.where(any_ice, edge, 90.0)
+    # A NaN is neither above nor below `Tf`: the walk cannot pass it.
+    unknown = jnp.any(walked & jnp.isnan(T))
+    return jnp.where(unknown, jnp.nan, edge)
 
 
 def present_day_profile(grid: Grid) -> Temperature:

@@ -56,7 +56,13 @@ def initial_profile(
 
 def check_profile(name: str, T, grid: Grid) -> Temperature:
     """`T` as a float array, checked to have shape `(n_lat,)` and finite values."""
-    T = jnp.asarray(T, dtype=float)
+    try:
+        T = jnp.asarray(T, dtype=float)
+    except (TypeError, ValueError):
+        raise ValueError(
+            f"`{name}` must be one of {STARTS} or an array of shape ({grid.n_lat},) "
+            f"(degC), got {T!r}."
+        ) from None
     if T.shape != (grid.n_lat,):
         raise ValueError(
             f"`{name}` must have shape ({grid.n_lat},) to match `n_lat`, "
@@ -69,6 +75,11 @@ def check_profile(name: str, T, grid: Grid) -> Temperature:
 
 def resolve_model(model: EnergyBalanceModel | None, grid: Grid | None):
     """The model to use, from `model=` or `grid=` (not both)."""
+    if grid is not None and not isinstance(grid, Grid):
+        raise TypeError(
+            f"`grid` must be an ebm.Grid (e.g. ebm.Grid({grid!r}) for that many "
+            f"cells), got {type(grid).__name__}."
+        )
     if model is None:
         return EnergyBalanceModel(grid=Grid() if grid is None else grid)
     if not isinstance(model, EnergyBalanceModel):

@@ -215,6 +215,8 @@ def equilibrium(
 
     - `ValueError`: for an unknown `start`, one of the wrong shape or not finite,
         `max_steps` not an integer >= 1, or `near_fold` not a positive number.
+    - `TypeError`: for a `grid`, `model`, `solver` or `adjoint` of another kind, or
+        a `throw` that is not a bool.
     - `EquinoxRuntimeError` (with `throw=True`): when the solve did not converge
         to a stable root, or produced non-finite values. (Raised on the host when
         the call returns; under the caller's own `jit` or `vmap`, by the
@@ -226,6 +228,18 @@ def equilibrium(
     params = check_params(params)
     # Checked here, not inside jit, so that a bad start is a ValueError at once.
     T0 = initial_profile(start, params, model.grid)
+    if not isinstance(solver, optx.AbstractRootFinder):
+        raise TypeError(
+            "`solver` must be an optimistix root-finder (default "
+            f"ebm.PseudoTransientContinuation()), got {solver!r}."
+        )
+    if not isinstance(adjoint, optx.AbstractAdjoint):
+        raise TypeError(
+            "`adjoint` must be an optimistix adjoint (default: implicit, "
+            f"optimistix.ImplicitAdjoint), got {adjoint!r}."
+        )
+    if not isinstance(throw, bool):
+        raise TypeError(f"`throw` must be True or False, got {throw!r}.")
     if adjoint is DEFAULT_ADJOINT:
         adjoint = default_adjoint(model)
     state = _equilibrium(params, model, T0, solver, adjoint, max_steps, throw)
