@@ -66,12 +66,15 @@ def check_model_params(params, model: AbstractModel) -> AbstractParams:
 def default_max_steps(model: AbstractModel, params, years) -> int:
     """A step budget from the model's fastest time scale: the explicit solver's
     steps stay below a tenth of it, and the run gets twice what that implies,
-    rounded up to a power of two (at least 4096); 2**20 where it is traced."""
+    rounded up to a power of two (at least 4096). Where the parameters are traced
+    (under `jit`/`vmap`), 16384: enough for centuries at the default tolerances, a
+    failure code (`max_steps_reached`) beyond, and, under `vmap` and reverse mode,
+    memory that a bound of millions of steps would multiply by the members."""
     try:
         fastest, _ = model.time_scales(params)
         steps = 2.0 * float(years) / (0.1 * float(fastest))
     except jax.errors.ConcretizationTypeError:
-        return 2**20
+        return 2**14
     return int(2 ** max(12, int(np.ceil(np.log2(max(steps, 1.0))))))
 
 
