@@ -228,6 +228,9 @@ def test_bad_arguments_are_refused(snowball_fold):
         ebm.continuation(ebm.Params(), "S0", stop=1000.0, bounds=(1400.0, 1500.0))
     with pytest.raises(ValueError, match="`parameter_scale`"):
         ebm.continuation(ebm.Params(), "S0", stop=1000.0, parameter_scale=0.0)
+    # A string stop failed in numpy's isfinite.
+    with pytest.raises(TypeError, match="`stop` must be a number, got '1000'"):
+        ebm.continuation(ebm.Params(), "S0", stop="1000")
     with pytest.raises(ValueError, match="either `stop`"):
         ebm.fold(ebm.Params(), "S0")
     with pytest.raises(ValueError, match="`stop` must differ"):

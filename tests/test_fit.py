@@ -425,3 +425,9 @@ def test_first_lbfgs_fit_compiles_its_step_once(params):
     with compilations() as compiled:
         fit(params, target, fit=("D", "B"), optimizer=optax.lbfgs(), steps=3)
     assert compiled.count("jit(_fit_step)") == 1, compiled
+
+
+def test_an_optimizer_named_by_a_string_is_refused(params):
+    # It failed inside with "'str' object has no attribute 'init'".
+    with pytest.raises(TypeError, match="`optimizer` must be an optax optimizer"):
+        fit(params, jnp.zeros(GRID.n_lat), optimizer="adam")

@@ -190,6 +190,11 @@ def fit(
     _check_fitted_parameters_enter(params, names, through, times, T0, model, start)
     if optimizer is None:
         optimizer = _DEFAULT_OPTIMIZER
+    elif not isinstance(optimizer, optax.GradientTransformation):
+        raise TypeError(
+            "`optimizer` must be an optax optimizer (an optax.GradientTransformation"
+            f", e.g. optax.adam(0.05)), got {optimizer!r}."
+        )
     coordinates = {
         name: to_unconstrained(name, getattr(params, name), type(params))
         for name in names

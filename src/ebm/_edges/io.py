@@ -343,6 +343,9 @@ def _seasonal_variables(cycle, container: type[Params]) -> dict:
             "annual range of the southern-hemisphere ice edge (max - min)",
         ),
         "residual": _scalar(cycle.residual, "K", "largest change over one year"),
+        "step_error": _scalar(
+            cycle.step_error, "K", "estimated error of the time stepping over a year"
+        ),
         "num_steps": _scalar(cycle.num_steps, "1", "Newton steps (or years)"),
     }
 

@@ -66,6 +66,9 @@ def walk_arguments(
             f"`guess` is a fold in {guess.parameter!r}, but `parameter` is "
             f"{parameter!r}."
         )
+    for name, value in (("stop", stop), ("parameter_scale", parameter_scale)):
+        if isinstance(value, (str, bool)):
+            raise TypeError(f"`{name}` must be a number, got {value!r}.")
     if guess is None:
         origin = getattr(params, parameter)
         _check_bounds(origin, stop, bounds, parameter_scale)
