@@ -25,6 +25,7 @@ import abc
 import jax
 import jax.numpy as jnp
 import lineax as lx
+import numpy as np
 from jaxtyping import Array, Float, PyTree
 
 from .._custom_types import Scalar
@@ -111,10 +112,13 @@ class AbstractLayerModel(AbstractModel):
         )
 
     def time_scales(self, params: AbstractParams, y=None):
+        """`(fastest, slowest)` relaxation times of the layers' matrix, years (for
+        concrete parameters)."""
         del y
         matrix, _ = self.system(params)
-        rates = jnp.abs(jnp.linalg.eigvals(matrix).real)
-        return 1.0 / jnp.max(rates), 1.0 / jnp.min(rates)
+        # On the host: XLA has no nonsymmetric eigensolver off the CPU.
+        rates = np.abs(np.linalg.eigvals(np.asarray(matrix)).real)
+        return 1.0 / np.max(rates), 1.0 / np.min(rates)
 
     def equilibrium_state(self, params: AbstractParams, forcing) -> PyTree:
         """The steady state under a constant `forcing` (W m-2): every layer at

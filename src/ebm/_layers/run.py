@@ -73,7 +73,7 @@ def default_max_steps(model: AbstractModel, params, years) -> int:
     try:
         fastest, _ = model.time_scales(params)
         steps = 2.0 * float(years) / (0.1 * float(fastest))
-    except jax.errors.ConcretizationTypeError:
+    except (jax.errors.ConcretizationTypeError, jax.errors.TracerArrayConversionError):
         return 2**14
     return int(2 ** max(12, int(np.ceil(np.log2(max(steps, 1.0))))))
 

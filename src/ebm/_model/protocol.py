@@ -31,6 +31,7 @@ import dataclasses
 import equinox as eqx
 import jax.numpy as jnp
 import lineax as lx
+import numpy as np
 from jaxtyping import Array, Float, PyTree
 
 from .._custom_types import Scalar
@@ -123,12 +124,14 @@ class AbstractModel(eqx.Module):
 
     def time_scales(self, params: AbstractParams, y: PyTree | None = None):
         """`(fastest, slowest)`: the shortest and longest relaxation times of the
-        linearised tendency at `y` (default: the start state), years."""
+        linearised tendency at `y` (default: the start state), years, for concrete
+        parameters."""
         if y is None:
             y = self.initial_state(params)
         matrix = self.jacobian(0.0, y, params).as_matrix()
-        rates = jnp.abs(jnp.linalg.eigvals(matrix).real)
-        return 1.0 / jnp.max(rates), 1.0 / jnp.min(rates)
+        # On the host: XLA has no nonsymmetric eigensolver off the CPU.
+        rates = np.abs(np.linalg.eigvals(np.asarray(matrix)).real)
+        return 1.0 / np.max(rates), 1.0 / np.min(rates)
 
 
 def state_arrays(model: AbstractModel, y: PyTree) -> dict[str, Float[Array, "..."]]:
