@@ -256,6 +256,11 @@ def test_zonal_deep_ocean_global_mean_obeys_the_two_layer_equations():
         global_params, model=global_model, years=30.0, saveat=saveat
     )
     np.testing.assert_allclose(mean - mean[0], expected.Ts, atol=1e-6)
+    # Its TCR and ECS are warmings (they were its temperatures, in degC).
+    for metric in (ebm.tcr, ebm.ecs):
+        assert float(metric(params, model)) == pytest.approx(
+            float(metric(global_params, global_model)), rel=1e-6
+        )
 
 
 def test_zonal_deep_ocean_with_ice_conserves_energy():

@@ -3,6 +3,10 @@ every parameter.
 
 - `ecs`: equilibrium climate sensitivity, K: the steady surface warming under the
     forcing of doubled CO2, $F_{2x}$, by a root-find differentiated implicitly.
+
+Every warming is the global mean's change from the model's start state (the
+pre-industrial one: zero for the ocean layers, the surface model's equilibrium
+for `ebm.DeepOceanModel`).
 - `tcr`: transient climate response, K: the surface warming averaged over years
     61-80 of `1pctCO2` (CMIP's convention; CO2 doubles at year 69.7), i.e.
     $\frac{1}{20}\int_{60}^{80} T\,dt$.
@@ -31,15 +35,17 @@ from .scenarios import AbruptCO2, OnePercentCO2
 
 
 class _WithIntegrals(eqx.Module):
-    """The model's tendency, with `d/dt (int T dt, int N dt) = (T, N)`."""
+    """The model's tendency, with `d/dt (int T dt, int N dt) = (T, N)`, `T` the
+    global-mean warming from `start` (the start state's global mean)."""
 
     model: eqx.Module
+    start: jax.Array
 
     def __call__(self, t, y, params):
         state, _ = y
         integrals = jnp.stack(
             [
-                self.model.global_mean(state),
+                self.model.global_mean(state) - self.start,
                 self.model.toa_imbalance(t, state, params),
             ]
         )
@@ -57,9 +63,12 @@ def _integrals_jit(model, params, ts, max_steps):
     """`(int_0^t T dt, int_0^t N dt)` at each of `ts` (years from the start), from
     the model's initial state, and the run's result code."""
     state = model.initial_state(params)
+    start = model.global_mean(state)
     solution = diffrax.diffeqsolve(
-        diffrax.ODETerm(_WithIntegrals(model)),
-        diffrax.Tsit5(),
+        diffrax.ODETerm(_WithIntegrals(model, start)),
+        # The model's own: an explicit solver on a stiff model (the zonal
+        # transport of `ebm.DeepOceanModel`) would spend its step budget.
+        model.default_solver(),
         t0=0.0,
         t1=ts[-1],
         dt0=None,
@@ -176,11 +185,14 @@ def _ecs(model, params):
     def tendency(y, params):
         return model(0.0, y, params)
 
+    start = model.initial_state(params)
     solution = optx.root_find(
         tendency,
         optx.Newton(rtol=1e-12, atol=1e-12),
-        model.initial_state(params),
+        start,
         args=params,
         throw=False,
     )
-    return model.global_mean(solution.value), RESULTS.promote(solution.result)
+    # Warming from the start state (the pre-industrial one), not its temperature.
+    warming = model.global_mean(solution.value) - model.global_mean(start)
+    return warming, RESULTS.promote(solution.result)
