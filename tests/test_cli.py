@@ -147,7 +147,7 @@ def test_run_help_lists_every_schedule_and_a_bad_one_is_a_usage_error(capsys):
 
 
 def test_name_choices_are_the_librarys_tables():
-    from ebm._analysis.fit import OUTPUTS
+    from ebm._analysis.sensitivity import OUTPUTS
     from ebm._cli.main import _parser
     from ebm._model.start import STARTS
     from ebm._stepping.integrate import ADJOINTS

@@ -14,7 +14,7 @@ import optax
 import pytest
 
 import ebm
-from ebm._analysis.fit import from_unconstrained, to_unconstrained
+from ebm._analysis.forward import from_unconstrained, to_unconstrained
 from helpers import assert_compiles_once, compilations, finite_difference, replace
 
 

@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 import ebm
-from ebm._analysis.posterior import _regime
+from ebm._analysis.log_posterior import is_snowball
 
 
 GRID = ebm.Grid(18)
@@ -132,7 +132,7 @@ def test_a_snowball_proposal_is_minus_infinity_with_a_zero_gradient(draws):
     snowball = ebm.equilibrium(
         log_posterior.with_parameters({"A": 300.0, "B": 2.0}), grid=GRID
     )
-    assert bool(_regime(snowball.ice_edge))
+    assert bool(is_snowball(snowball.ice_edge))
     value, gradient = jax.value_and_grad(log_posterior)(cold)
     assert float(value) == -np.inf
     assert all(float(g) == 0.0 for g in jax.tree.leaves(gradient))
@@ -195,7 +195,7 @@ def test_a_transition_that_stops_at_minus_infinity_is_counted_as_failed():
     # one that diverged at finite log density is a divergence but not a failure.
     from types import SimpleNamespace
 
-    from ebm._analysis.posterior import _failed
+    from ebm._analysis.nuts import failed_transition
 
     def info(divergent, left, right):
         return SimpleNamespace(
@@ -204,10 +204,10 @@ def test_a_transition_that_stops_at_minus_infinity_is_counted_as_failed():
             trajectory_rightmost_state=SimpleNamespace(logdensity=jnp.asarray(right)),
         )
 
-    assert bool(_failed(info(True, -3.0, -jnp.inf)))
-    assert bool(_failed(info(True, -jnp.inf, -3.0)))
-    assert not bool(_failed(info(True, -3.0, -900.0)))
-    assert not bool(_failed(info(False, -3.0, -2.0)))
+    assert bool(failed_transition(info(True, -3.0, -jnp.inf)))
+    assert bool(failed_transition(info(True, -jnp.inf, -3.0)))
+    assert not bool(failed_transition(info(True, -3.0, -900.0)))
+    assert not bool(failed_transition(info(False, -3.0, -2.0)))
 
 
 def test_through_a_run_the_gradient_matches_finite_differences():
@@ -250,7 +250,8 @@ import jax
 import numpy as np
 jax.config.update("jax_enable_x64", True)
 import ebm
-from ebm._analysis import posterior
+from ebm._analysis.log_posterior import is_snowball
+from ebm._analysis import derived
 grid = ebm.Grid(18)
 model = ebm.EnergyBalanceModel(grid=grid)
 params = ebm.Params()
@@ -261,8 +262,8 @@ flat = {
     "B": 1.9 + 0.1 * rng.standard_normal(4000),
     "D": 0.58 + 0.006 * rng.standard_normal(4000),
 }
-ecs = posterior._map_draws(
-    posterior.ClimateSensitivity(model, start), params, flat, grid.n_lat
+ecs = derived.map_draws(
+    derived.ClimateSensitivity(model, start), params, flat, grid.n_lat
 )
 assert ecs.shape == (4000,) and bool(np.all(np.isfinite(ecs))), ecs
 assert 1.0 < float(np.median(ecs)) < 10.0, np.median(ecs)
@@ -286,7 +287,7 @@ def test_a_singular_gradient_solve_gives_a_finite_gradient_instead_of_raising():
     import equinox as eqx
     import lineax as lx
 
-    from ebm._analysis.posterior import _finite_adjoint
+    from ebm._analysis.log_posterior import finite_adjoint
     from ebm._numerics.implicit import FailedAs
     from ebm._numerics.tridiagonal import ProbedTridiagonal
 
@@ -299,7 +300,7 @@ def test_a_singular_gradient_solve_gives_a_finite_gradient_instead_of_raising():
     regular = lx.MatrixLinearOperator(jnp.diag(jnp.array([1.0, 4.0, 2.0])))
     solution = lx.linear_solve(regular, vector, FailedAs(ProbedTridiagonal(), 0.0))
     assert np.allclose(solution.value, [1.0, 0.25, 0.5])
-    adjoint = _finite_adjoint(ebm.EnergyBalanceModel(grid=GRID))
+    adjoint = finite_adjoint(ebm.EnergyBalanceModel(grid=GRID))
     assert isinstance(adjoint.linear_solver, FailedAs)
     assert isinstance(adjoint.linear_solver.solver, ProbedTridiagonal)
 

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 import ebm
-from ebm._analysis.fit import from_unconstrained, to_unconstrained
+from ebm._analysis.forward import from_unconstrained, to_unconstrained
 from helpers import SUBPROCESS_TIMEOUT
 
 

@@ -17,33 +17,31 @@ import jax
 
 jax.config.update("jax_enable_x64", True)
 
+from ._analysis.derived import (
+    ClimateSensitivity as ClimateSensitivity,
+    SnowballFold as SnowballFold,
+)
 from ._analysis.ensemble import (
     Ensemble as Ensemble,
     EnsembleFailureWarning as EnsembleFailureWarning,
     ensemble as ensemble,
     sweep as sweep,
 )
-from ._analysis.fit import (
-    FitResult as FitResult,
-    Hessian as Hessian,
-    Sensitivity as Sensitivity,
-    fit as fit,
-    hessian as hessian,
-    sensitivity as sensitivity,
-)
-from ._analysis.posterior import (
-    ClimateSensitivity as ClimateSensitivity,
-    LogPosterior as LogPosterior,
-    Posterior as Posterior,
-    SnowballFold as SnowballFold,
-    posterior as posterior,
-)
+from ._analysis.fit import FitResult as FitResult, fit as fit
+from ._analysis.log_posterior import LogPosterior as LogPosterior
+from ._analysis.posterior import Posterior as Posterior, posterior as posterior
 from ._analysis.priors import (
     AbstractPrior as AbstractPrior,
     LogDensity as LogDensity,
     LogNormal as LogNormal,
     Normal as Normal,
     Uniform as Uniform,
+)
+from ._analysis.sensitivity import (
+    Hessian as Hessian,
+    Sensitivity as Sensitivity,
+    hessian as hessian,
+    sensitivity as sensitivity,
 )
 from ._edges import cache as _cache
 from ._edges.cache import (

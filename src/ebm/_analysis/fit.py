@@ -1,4 +1,4 @@
-r"""Fitting parameters to observations, and sensitivities of outputs to parameters.
+r"""Fitting parameters to observations.
 
 **Fitting.** `fit` minimises the area-weighted mean squared misfit
 
@@ -11,16 +11,11 @@ solve per evaluation, whatever the spin-up) or snapshots of a transient run
 parameters are optimised in an unconstrained space: $\log$ for those that must be
 positive (`B`, `D`, `S0`, `water_depth`, `ice_width`), $\mathrm{logit}$ for the
 albedos `a0` and `ai` (in (0, 1)), unchanged for the others; so every iterate is a
-physically valid `Params`.
-
-**Sensitivities.** `sensitivity` is the Jacobian of an output with respect to every
-(or chosen) parameter in forward mode (`jax.jacfwd`): through the implicit solve of
-an equilibrium, or through a run under `diffrax.ForwardMode`, whose memory does not
-grow with the number of steps.
+physically valid `Params`. The model solve is `ForwardProblem`'s
+(`ebm._analysis.forward`), shared with the sensitivities and the posterior.
 """
 
-import warnings
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 
 import diffrax
 import equinox as eqx
@@ -28,70 +23,28 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import optax
-from jaxtyping import Array, Float
+from jaxtyping import Array
 
-from .._checks import check_count, check_threshold
+from .._checks import check_count
 from .._model.grid import Grid
 from .._model.model import EnergyBalanceModel
-from .._model.parameters import check_params, params_checked
+from .._model.parameters import check_params
 from .._model.params import Params
 from .._progress import HostProgress
-from .._results import RESULTS, raise_if_failed
-from .._steady.equilibrium import (
-    NearFoldWarning,
-    _near_fold_message,
-    equilibrium,
-    initial_profile,
-    resolve_model,
+from .._steady.equilibrium import initial_profile, resolve_model
+from .forward import (
+    ForwardProblem,
+    check_names,
+    check_through,
+    from_unconstrained,
+    to_unconstrained,
+    with_values,
 )
-from .._stepping.integrate import integrate
 
 
 # One instance, so that repeated fits reuse the compiled step: an optax optimizer's
 # functions are static arguments of the jitted step, compared by identity.
 _DEFAULT_OPTIMIZER = optax.adam(0.05)
-
-
-def to_unconstrained(name: str, value, container: type[Params] = Params):
-    """The optimiser's coordinate for parameter `name` (its declared transform)."""
-    return container.declaration(name).to_unconstrained(value)
-
-
-def from_unconstrained(name: str, coordinate, container: type[Params] = Params):
-    """The inverse of `to_unconstrained`."""
-    return container.declaration(name).from_unconstrained(coordinate)
-
-
-def with_values(params: Params, values: dict) -> Params:
-    """`params` with the fields named in `values` replaced."""
-    names = tuple(values)
-    return eqx.tree_at(
-        lambda p: tuple(getattr(p, name) for name in names),
-        params,
-        tuple(jnp.asarray(values[name], float) for name in names),
-    )
-
-
-def check_names(
-    names: Sequence[str], argument: str, container: type[Params] = Params
-) -> tuple[str, ...]:
-    """`names` as a tuple, every one a parameter of `container`.
-
-    **Raises:**
-
-    - `ValueError`: naming `argument`, for an unknown or repeated name.
-    """
-    if isinstance(names, str):
-        names = (names,)
-    names = tuple(names)
-    known = container.field_names()
-    unknown = [name for name in names if name not in known]
-    if unknown or not names or len(set(names)) != len(names):
-        raise ValueError(
-            f"`{argument}` must be distinct names of Params fields {known}, got "
-            f"{names!r}."
-        )
-    return names
 
 
 class FitResult(eqx.Module):
@@ -375,21 +328,6 @@ def _describe(names, coordinates, container) -> str:
     return ", ".join(f"{name}={value(name)}" for name in names)
 
 
-def snapshots(params: Params, years, times, model, T0, adjoint):
-    """The profiles of a run from `T0` at `times` (years), and whether it
-    succeeded (no error raised: a failed run is for the caller to reject)."""
-    run = integrate(
-        params,
-        years=years,
-        model=model,
-        T0=T0,
-        adjoint=adjoint,
-        saveat=diffrax.SaveAt(ts=times),
-        throw=False,
-    )
-    return run.Ts, run.result == RESULTS.successful
-
-
 class _Loss(eqx.Module):
     """`coordinates -> misfit` (K^2) of the fitted parameters at `coordinates` (the
     optimiser's unconstrained space).
@@ -401,28 +339,8 @@ class _Loss(eqx.Module):
 
     params: Params
     target: Array
-    model: EnergyBalanceModel
     names: tuple[str, ...] = eqx.field(static=True)
-    through: str = eqx.field(static=True)
-    times: Array | None
-    years: float | None = eqx.field(static=True)
-    T0: object
-    start: object
-    adjoint: object
-
-    def output(self, params: Params):
-        """The fitted profile(s) of `params`, and whether the solve succeeded."""
-        # The coordinates map into each parameter's range; one that does not (a NaN
-        # from the optimiser) fails as an unconverged solve does, below.
-        with params_checked():
-            if self.through == "equilibrium":
-                state = equilibrium(
-                    params, model=self.model, start=self.start, throw=False
-                )
-                return state.T, state.converged
-            return snapshots(
-                params, self.years, self.times, self.model, self.T0, self.adjoint
-            )
+    problem: ForwardProblem
 
     def __call__(self, coordinates):
         values = {
@@ -430,26 +348,31 @@ class _Loss(eqx.Module):
             for name in self.names
         }
         params = with_values(self.params, values)
-        T, converged = self.output(params)
-        converged = converged & params.in_range()
+        # The coordinates map into each parameter's range; one that does not (a NaN
+        # from the optimiser) fails as an unconverged solve does, below.
+        solution = self.problem.solve(params)
+        T = solution.T
+        converged = solution.ok & params.in_range()
         # An unconverged solve is an infinite loss, so that a line search backs off
         # instead of the fit stopping; no derivative flows through it.
         T = jnp.where(converged, T, jax.lax.stop_gradient(T))
-        return jnp.where(converged, misfit(T, self.target, self.model.grid), jnp.inf)
+        grid = self.problem.model.grid
+        return jnp.where(converged, misfit(T, self.target, grid), jnp.inf)
 
 
 def _loss_function(
     params, target, names, through, times, T0, model, start, adjoint
 ) -> _Loss:
     n_lat = model.grid.n_lat
+    check_through(through)
     if through == "equilibrium":
         if target.shape != (n_lat,):
             raise ValueError(
                 f"`target` must be a profile of shape ({n_lat},) for "
                 f"through='equilibrium', got shape {target.shape}."
             )
-        years = None
-    elif through == "trajectory":
+        problem = ForwardProblem(model, through, start=start)
+    else:
         if times is None:
             raise ValueError("through='trajectory' needs `times` (years) for `target`.")
         times = np.asarray(times, float)
@@ -462,14 +385,15 @@ def _loss_function(
                 f"`target` must have shape ({len(times)}, {n_lat}) (times, lat) for "
                 f"through='trajectory', got shape {target.shape}."
             )
-        years, times = float(times[-1]), jnp.asarray(times)
-    else:
-        raise ValueError(
-            f"`through` must be 'equilibrium' or 'trajectory', got {through!r}."
+        problem = ForwardProblem(
+            model,
+            through,
+            years=float(times[-1]),
+            times=jnp.asarray(times),
+            T0=T0,
+            adjoint=adjoint,
         )
-    return _Loss(
-        params, target, model, names, through, times, years, T0, start, adjoint
-    )
+    return _Loss(params, target, names, problem)
 
 
 def _strongly_typed(leaf):
@@ -491,269 +415,3 @@ def _fit_step(loss: _Loss, optimizer: optax.GradientTransformation, coordinates,
         )
     norm = optax.tree.norm(gradient)
     return optax.apply_updates(coordinates, updates), state, value, norm
-
-
-# --- Sensitivities ---------------------------------------------------------------
-
-OUTPUTS = ("T", "global_mean", "ice_edge", "ice_edge_south")
-
-
-class Sensitivity(eqx.Module):
-    """Derivatives of one output with respect to parameters (from `ebm.sensitivity`).
-
-    **Attributes:**
-
-    - `output`: `"T"`, `"global_mean"`, `"ice_edge"` or `"ice_edge_south"`.
-    - `value`: the output itself (degC, or degrees north for an ice edge).
-    - `names`: the parameters, in order.
-    - `jacobian`: `{name: d output / d name}`, each shaped like `value`.
-    - `lat`: cell centres, degrees north.
-    """
-
-    output: str = eqx.field(static=True)
-    value: Array
-    names: tuple[str, ...] = eqx.field(static=True)
-    jacobian: dict[str, Array]
-    lat: Float[Array, " lat"]
-
-    def __getitem__(self, name: str) -> Array:
-        return self.jacobian[name]
-
-
-def sensitivity(
-    params: Params,
-    output: str = "global_mean",
-    *,
-    names: Sequence[str] | None = None,
-    through: str = "equilibrium",
-    years=None,
-    T0=None,
-    grid: Grid | None = None,
-    model: EnergyBalanceModel | None = None,
-    start="present",
-    near_fold: float | None = 1e-2,
-) -> Sensitivity:
-    """Forward-mode Jacobian of an output with respect to parameters.
-
-    **Arguments:**
-
-    - `params`: where to differentiate.
-    - `output`: `"T"` (the profile), `"global_mean"`, `"ice_edge"` or
-        `"ice_edge_south"` (degrees north).
-    - `names`: the parameters (default: every `Params` field).
-    - `through`: `"equilibrium"` (implicit differentiation of the root-find) or
-        `"trajectory"` (the state after `years` from `T0`, under
-        `diffrax.ForwardMode`: memory independent of the number of steps).
-    - `years`, `T0`: the run (trajectory only).
-    - `grid`, `model`, `start`, `near_fold`: as for `ebm.equilibrium`: through an
-        equilibrium within `near_fold` of a fold, the derivatives grow without
-        bound, and it warns (`ebm.NearFoldWarning`; not inside `jit`).
-
-    **Returns:**
-
-    An `ebm.Sensitivity`; `result[name]` is `d output / d name`.
-
-    **Raises:**
-
-    - `ValueError`: for an unknown `output`, `through` or name, or a trajectory
-        without `years`.
-    """
-    params = check_params(params)
-    check_threshold("near_fold", near_fold, optional=True)
-    container = type(params)
-    names = check_names(
-        container.field_names() if names is None else names, "names", container
-    )
-    model = resolve_model(model, grid)
-    fn, values = _output_function(
-        params, output, names, through, years, T0, model, start, "forward"
-    )
-    (value, (diagnostics, result)), jacobian = _value_and_jacfwd(fn, values)
-    value, jacobian = raise_if_failed((value, jacobian), result)
-    _warn_near_fold(diagnostics, near_fold)
-    return Sensitivity(
-        output=output,
-        value=value,
-        names=names,
-        jacobian=jacobian,
-        lat=model.grid.lat,
-    )
-
-
-class _Output(eqx.Module):
-    """`values -> (output, diagnostics)`: the output of `params` with the named
-    fields replaced by `values`, and the equilibrium's `(leading_eigenvalue,
-    condition_number)` (not differentiated; `None` for a run), to warn near a fold.
-
-    A Module rather than a closure, so that `eqx.filter_jit` finds the compiled
-    program again on the next call with the same settings (a new closure each
-    call recompiled the Jacobian or Hessian every time).
-    """
-
-    params: Params
-    model: EnergyBalanceModel
-    output: str | Callable = eqx.field(static=True)
-    through: str = eqx.field(static=True)
-    years: object
-    T0: object
-    start: object
-    adjoint: str = eqx.field(static=True)
-
-    def __call__(self, values):
-        params = with_values(self.params, values)
-        # Checked by the entry point before tracing; the solve's result is returned
-        # (with the diagnostics) and checked there too, so that the compiled
-        # program holds no check (see `ebm._results.raise_if_failed`).
-        with params_checked():
-            if self.through == "equilibrium":
-                state = equilibrium(
-                    params, model=self.model, start=self.start, throw=False
-                )
-                diagnostics = (state.leading_eigenvalue, state.condition_number)
-            else:
-                state = integrate(
-                    params,
-                    years=self.years,
-                    model=self.model,
-                    T0=self.T0,
-                    adjoint=self.adjoint,
-                    throw=False,
-                )
-                diagnostics = None
-        if callable(self.output):
-            value = self.output(state, params)
-        else:
-            value = getattr(state, self.output)
-        return value, (jax.lax.stop_gradient(diagnostics), state.result)
-
-
-def _output_function(params, output, names, through, years, T0, model, start, adjoint):
-    """`values -> (output, diagnostics)` (see `_Output`), and `values`."""
-    if not callable(output) and output not in OUTPUTS:
-        raise ValueError(f"`output` must be one of {OUTPUTS}, got {output!r}.")
-    if through not in ("equilibrium", "trajectory"):
-        raise ValueError(
-            f"`through` must be 'equilibrium' or 'trajectory', got {through!r}."
-        )
-    if through == "trajectory" and years is None:
-        raise ValueError("through='trajectory' needs `years`.")
-    fn = _Output(params, model, output, through, years, T0, start, adjoint)
-    return fn, {name: getattr(params, name) for name in names}
-
-
-def _warn_near_fold(diagnostics, near_fold) -> None:
-    """Warn as `ebm.equilibrium` does (not inside jit, where nothing is known)."""
-    if diagnostics is None or near_fold is None:
-        return
-    leading_eigenvalue, condition_number = diagnostics
-    if isinstance(leading_eigenvalue, jax.core.Tracer):
-        return
-    message = _near_fold_message(leading_eigenvalue, condition_number, near_fold)
-    if message is not None:
-        warnings.warn(message, NearFoldWarning, stacklevel=3)
-
-
-class Hessian(eqx.Module):
-    """Second derivatives of a scalar output (from `ebm.hessian`).
-
-    **Attributes:**
-
-    - `output`: `"global_mean"`, `"ice_edge"` or `"ice_edge_south"`.
-    - `names`: the parameters, in order.
-    - `gradient`: first derivatives, in the order of `names`.
-    - `matrix`: `matrix[i, j] = d2 output / d names[i] d names[j]`.
-    """
-
-    output: str = eqx.field(static=True)
-    names: tuple[str, ...] = eqx.field(static=True)
-    gradient: Float[Array, " n"]
-    matrix: Float[Array, "n n"]
-
-
-def hessian(
-    params: Params,
-    output: str | Callable = "global_mean",
-    *,
-    names: Sequence[str] = ("D", "B"),
-    through: str = "equilibrium",
-    years=None,
-    T0=None,
-    grid: Grid | None = None,
-    model: EnergyBalanceModel | None = None,
-    start="present",
-    near_fold: float | None = 1e-2,
-) -> Hessian:
-    """Hessian of a scalar output with respect to the named parameters.
-
-    Forward over reverse (`jax.jacfwd(jax.grad(...))`): through the implicit solve
-    of an equilibrium, or through a run under `diffrax.DirectAdjoint` (the adjoint
-    that supports both modes).
-
-    **Arguments:**
-
-    - `params`: where to differentiate.
-    - `output`: `"global_mean"`, `"ice_edge"` or `"ice_edge_south"`, or a
-        function `fn(state, params)` of the `ebm.Equilibrium` (or
-        `ebm.Trajectory`) and the parameters that returns a scalar (a log
-        likelihood, say).
-    - `names`: one or more `Params` fields (default `("D", "B")`).
-    - `through`, `years`, `T0`, `grid`, `model`, `start`, `near_fold`: as for
-        `ebm.sensitivity` (second derivatives near a fold grow faster still).
-
-    **Returns:**
-
-    An `ebm.Hessian`.
-
-    **Raises:**
-
-    - `ValueError`: for a non-scalar `output`, unknown names, a profile given as
-        an array (`D_bounds`), or as `sensitivity`.
-    """
-    params = check_params(params)
-    check_threshold("near_fold", near_fold, optional=True)
-    names = check_names(names, "names", type(params))
-    if output == "T":
-        raise ValueError(
-            "`output` must be a scalar ('global_mean', 'ice_edge' or "
-            f"'ice_edge_south') or a function, got {output!r}."
-        )
-    profiles = [name for name in names if np.ndim(getattr(params, name)) > 0]
-    if profiles:
-        raise ValueError(
-            f"`names` must be parameters with one value each for a Hessian matrix, "
-            f"got {profiles[0]!r} of shape {np.shape(getattr(params, profiles[0]))}: "
-            "take `jax.hessian` of your own function of the profile instead."
-        )
-    model = resolve_model(model, grid)
-    fn, values = _output_function(
-        params, output, names, through, years, T0, model, start, "direct"
-    )
-    gradient, matrix, (diagnostics, result) = _gradient_and_hessian(fn, values)
-    gradient, matrix = raise_if_failed((gradient, matrix), result)
-    _warn_near_fold(diagnostics, near_fold)
-    return Hessian(
-        output=output,
-        names=names,
-        gradient=jnp.stack([gradient[name] for name in names]),
-        matrix=jnp.stack(
-            [jnp.stack([matrix[row][column] for column in names]) for row in names]
-        ),
-    )
-
-
-@eqx.filter_jit
-def _gradient_and_hessian(fn, values):
-    gradient_fn = jax.grad(fn, has_aux=True)
-    gradient, diagnostics = gradient_fn(values)
-    matrix, _ = jax.jacfwd(gradient_fn, has_aux=True)(values)
-    return gradient, matrix, diagnostics
-
-
-@eqx.filter_jit
-def _value_and_jacfwd(fn, values):
-    def with_value(values):
-        output, diagnostics = fn(values)
-        return output, (output, diagnostics)
-
-    jacobian, (value, diagnostics) = jax.jacfwd(with_value, has_aux=True)(values)
-    return (value, diagnostics), jacobian

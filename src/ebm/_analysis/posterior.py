@@ -41,309 +41,40 @@ import equinox as eqx
 import jax
 import jax.numpy as jnp
 import numpy as np
-import optimistix as optx
 from jaxtyping import Array
 
 from .._checks import check_count
 from .._model.grid import Grid
 from .._model.model import EnergyBalanceModel
-from .._model.parameters import Parameter, params_checked
+from .._model.parameters import Parameter
 from .._model.params import Params
-from .._numerics.implicit import FailedAs, ImplicitAdjoint
 from .._progress import HostProgress
-from .._results import RESULTS, raise_if_failed
-from .._steady.continuation import Fold, fold
-from .._steady.equilibrium import (
-    default_adjoint,
-    equilibrium,
-    initial_profile,
-    resolve_model,
+from .._results import raise_if_failed
+from .._steady.equilibrium import equilibrium, initial_profile, resolve_model
+from .derived import DERIVED_ATTRS, check_derived, derive
+from .forward import ForwardProblem, check_names, with_values
+from .log_posterior import (
+    LogPosterior,
+    check_noise,
+    check_observed,
+    finite_adjoint,
+    is_snowball,
+    observe,
 )
-from .fit import check_names, hessian, snapshots, with_values
+from .nuts import (
+    Standardized,
+    chain_log_densities,
+    effective_sample_size,
+    find_mode,
+    flatten,
+    initial_log_density,
+    precondition,
+    sample,
+    split_rhat,
+    warmup,
+)
 from .priors import AbstractPrior
-
-
-OBSERVABLES = ("T", "global_mean", "ice_edge", "ice_edge_south", "heat_transport")
-"""The outputs that can be observed."""
-
-DERIVED = ("ecs", "snowball_S0")
-"""The derived quantities known by name."""
-
-CO2_DOUBLING = 3.7
-"""The radiative forcing of doubled CO2, W m-2 (Myhre et al. 1998, rounded)."""
-
-
-def _observe(model: EnergyBalanceModel, params, T, output: str):
-    """`output` of the profile(s) `T` (`(..., n_lat)`)."""
-    if output == "T":
-        return T
-    if output == "global_mean":
-        return model.grid.global_mean(T)
-    fn = {
-        "ice_edge": model.ice_edge,
-        "ice_edge_south": lambda T, params: model.ice_edge(T, params, "south"),
-        "heat_transport": model.heat_transport,
-    }[output]
-    for _ in range(T.ndim - 1):
-        fn = jax.vmap(fn, in_axes=(0, None))
-    return fn(T, params)
-
-
-def _regime(ice_edge):
-    """Whether an equilibrium is a snowball (ice to the equator).
-
-    The warm branch runs continuously from a large ice cap to ice-free (its ice
-    edge reaches the pole smoothly), so the branch is told apart only from the
-    snowball, which is reached from it by a jump."""
-    return ice_edge <= 0.0
-
-
-def _failed(info):
-    """Whether a NUTS transition stopped at a point of log density -inf: the
-    trajectory diverges there, and blackjax ends it with that point outermost."""
-    ends = (info.trajectory_leftmost_state, info.trajectory_rightmost_state)
-    finite = jnp.isfinite(ends[0].logdensity) & jnp.isfinite(ends[1].logdensity)
-    return info.is_divergent & ~finite
-
-
-def _finite_adjoint(model: EnergyBalanceModel) -> ImplicitAdjoint:
-    """`equilibrium`'s default adjoint for `model`, a failed solve giving zeros.
-
-    For the implicit gradient of the posterior's equilibria: next to a fold the
-    Jacobian is singular to working precision, and the default adjoint's NaN would
-    reach every chain. A zero solution drops the equilibrium's sensitivity from the
-    gradient at that point only. NUTS stays exact: its leapfrog steps are
-    reversible and volume-preserving for any deterministic vector field in place
-    of the gradient, and the acceptance test uses the density itself, so a wrong
-    gradient costs acceptance, not correctness."""
-    solver = default_adjoint(model).linear_solver
-    return ImplicitAdjoint(linear_solver=FailedAs(solver, 0.0))
-
-
-class LogPosterior(eqx.Module):
-    """The log posterior density of `ebm.posterior`, on its unconstrained
-    coordinates.
-
-    Call it on `{name: coordinate}` for the log density (with the log-Jacobian of
-    the transforms; -inf at a failed or off-branch point, where its gradient is
-    zero). `values(coordinates)` gives the parameters in their units, and
-    `coordinates(values)` the inverse.
-    """
-
-    params: Params
-    model: EnergyBalanceModel
-    names: tuple[str, ...] = eqx.field(static=True)
-    """The sampled names: the parameters, then any `noise_<output>`."""
-    parameters: tuple[str, ...] = eqx.field(static=True)
-    """The sampled names that are fields of `params`."""
-    supports: tuple[Parameter, ...] = eqx.field(static=True)
-    priors: tuple[AbstractPrior, ...]
-    observed: dict[str, Array]
-    noise: dict[str, Array]
-    through: str = eqx.field(static=True)
-    times: Array | None
-    years: float | None = eqx.field(static=True)
-    T0: object
-    start: Array
-    regime: Array
-    adjoint: object
-
-    @property
-    def shapes(self) -> tuple[tuple[int, ...], ...]:
-        """The shape of each sampled name's value: that of its value in `params`
-        (`()`, or `(n,)` for a profile), `()` for a noise."""
-        return tuple(
-            jnp.shape(getattr(self.params, name)) if name in self.parameters else ()
-            for name in self.names
-        )
-
-    def values(self, coordinates: dict) -> dict:
-        return {
-            name: support.from_unconstrained(coordinates[name])
-            for name, support in zip(self.names, self.supports)
-        }
-
-    def coordinates(self, values: dict) -> dict:
-        return {
-            name: support.to_unconstrained(jnp.asarray(values[name], float))
-            for name, support in zip(self.names, self.supports)
-        }
-
-    def with_parameters(self, values: dict) -> Params:
-        return with_values(
-            self.params, {name: values[name] for name in self.parameters}
-        )
-
-    def simulate(self, params: Params):
-        """The observed outputs of `params` (in range: see `log_density`), and
-        whether they are valid."""
-        with params_checked():
-            if self.through == "equilibrium":
-                state = equilibrium(
-                    params,
-                    model=self.model,
-                    start=self.start,
-                    adjoint=_finite_adjoint(self.model),
-                    throw=False,
-                    near_fold=None,
-                )
-                ok = state.converged & (_regime(state.ice_edge) == self.regime)
-                T = state.T
-            else:
-                T, ok = snapshots(
-                    params, self.years, self.times, self.model, self.T0, self.adjoint
-                )
-        outputs = {o: _observe(self.model, params, T, o) for o in self.observed}
-        return outputs, ok
-
-    def log_likelihood(self, outputs: dict, values: dict):
-        """The Gaussian log likelihood of the observed `outputs`, with the noise in
-        `values` where it is sampled."""
-        total = 0.0
-        for output, observed in self.observed.items():
-            sigma = values.get(f"noise_{output}", self.noise.get(output))
-            residual = (observed - outputs[output]) / sigma
-            total = total - 0.5 * jnp.sum(residual**2) - observed.size * jnp.log(sigma)
-        return total
-
-    def log_density(self, coordinates: dict, jacobian: bool = True):
-        """The log posterior (unguarded: NaN where the solve failed)."""
-        values = self.values(coordinates)
-        total = sum(
-            jnp.sum(prior.log_density(values[name]))
-            for name, prior in zip(self.names, self.priors)
-        )
-        if jacobian:
-            total = total + sum(
-                jnp.sum(support.log_jacobian(coordinates[name]))
-                for name, support in zip(self.names, self.supports)
-            )
-        params = self.with_parameters(values)
-        # A wild proposal (the adaptation's first steps can overflow a log
-        # coordinate) or one that breaks a constraint is solved at the given
-        # parameters instead, and is -inf.
-        valid = params.in_range()
-        params = jax.tree.map(
-            lambda proposed, given: jnp.where(valid, proposed, given),
-            params,
-            self.params,
-        )
-        outputs, ok = self.simulate(params)
-        total = total + self.log_likelihood(outputs, values)
-        ok = ok & valid
-        return jnp.where(ok & jnp.isfinite(total), total, -jnp.inf)
-
-    def __call__(self, coordinates: dict):
-        return _guarded(coordinates, self)
-
-
-@eqx.filter_custom_vjp
-def _guarded(coordinates, log_posterior: LogPosterior):
-    return log_posterior.log_density(coordinates)
-
-
-@_guarded.def_fwd
-def _guarded_fwd(perturbed, coordinates, log_posterior):
-    del perturbed
-    value, vjp = jax.vjp(log_posterior.log_density, coordinates)
-    return value, (value, vjp)
-
-
-@_guarded.def_bwd
-def _guarded_bwd(residuals, cotangent, perturbed, coordinates, log_posterior):
-    # At -inf the solve's derivatives are NaN; the point is rejected whatever its
-    # gradient, so the gradient is zero, and no NaN reaches the sampler's state.
-    del perturbed, coordinates, log_posterior
-    value, vjp = residuals
-    (gradient,) = vjp(cotangent)
-    return jax.tree.map(
-        lambda g: jnp.where(jnp.isfinite(value), g, jnp.zeros_like(g)), gradient
-    )
-
-
-class _Standardized(eqx.Module):
-    """The log posterior on standardised coordinates $u$, flat: the sampled
-    coordinates are $z = c + L u$, with $c$ the mode of the log posterior on $z$
-    and $L L^\top$ the inverse of its negative Hessian there (the Laplace
-    covariance), so that the posterior of $u$ has scales of order one.
-
-    Stan's window adaptation, which blackjax follows, regularises each estimate of
-    the inverse mass matrix toward $10^{-3} I$, as if the posterior's scales were of
-    order one. On $z$ they are not: the narrow direction of a ridge in (A, B, D)
-    has a standard deviation of $10^{-4}$ or less, and the regularisation there
-    would be thousands of times the posterior's variance, forcing the step size
-    down. The map is linear, so its log-Jacobian is a constant and is dropped."""
-
-    log_posterior: LogPosterior
-    centre: Array
-    scale: Array
-
-    def coordinates(self, u) -> dict:
-        """The sampled coordinates `{name: z}` of the flat `u`."""
-        return _unflatten(self.log_posterior, self.centre + self.scale @ u)
-
-    def __call__(self, u):
-        return self.log_posterior(self.coordinates(u))
-
-
-def _flatten(log_posterior: LogPosterior, coordinates: dict):
-    return jnp.concatenate(
-        [jnp.ravel(coordinates[name]) for name in log_posterior.names]
-    )
-
-
-def _unflatten(log_posterior: LogPosterior, flat) -> dict:
-    out, offset = {}, 0
-    for name, shape in zip(log_posterior.names, log_posterior.shapes):
-        size = math.prod(shape)
-        out[name] = flat[offset : offset + size].reshape(shape)
-        offset += size
-    return out
-
-
-@eqx.filter_jit
-def _precondition(log_posterior: LogPosterior, start, max_steps: int = 256):
-    """The centre $c$ and scale $L$ of `_Standardized`: BFGS from `start` (flat
-    coordinates) to the mode of the sampled density, then the Cholesky factor of
-    the inverse of its negative Hessian there (exact through an equilibrium; by
-    central differences of the gradient, steps $10^{-4}(1 + |z|)$, through a run).
-    Where the search fails the centre is `start`; where the negative Hessian is not
-    positive definite the scale is the identity (the coordinates as they are)."""
-
-    def loss(flat, _):
-        return -log_posterior(_unflatten(log_posterior, flat))
-
-    solution = optx.minimise(
-        loss,
-        optx.BFGS(rtol=1e-8, atol=1e-8),
-        start,
-        max_steps=max_steps,
-        throw=False,
-    )
-    found = (solution.result == optx.RESULTS.successful) & jnp.isfinite(
-        loss(solution.value, None)
-    )
-    centre = jnp.where(found, solution.value, start)
-    if log_posterior.through == "equilibrium":
-        # Exact: forward over reverse through the implicit gradient.
-        curvature = jax.hessian(lambda flat: loss(flat, None))(centre)
-    else:
-        # Central differences of the gradient, column by column: reverse mode
-        # only, which every adjoint of a run supports (forward mode is not).
-        gradient = jax.grad(lambda flat: loss(flat, None))
-        steps = 1e-4 * (1.0 + jnp.abs(centre))
-        columns = jax.lax.map(
-            lambda shift: gradient(centre + shift) - gradient(centre - shift),
-            jnp.diag(steps),
-            batch_size=8,
-        )
-        curvature = columns / (2.0 * steps[:, None])
-    curvature = 0.5 * (curvature + curvature.T)
-    covariance = jnp.linalg.inv(curvature)
-    scale = jnp.linalg.cholesky(0.5 * (covariance + covariance.T))
-    usable = jnp.all(jnp.isfinite(scale)) & jnp.all(jnp.isfinite(curvature))
-    scale = jnp.where(usable, scale, jnp.eye(start.size))
-    return centre, scale, found, usable
+from .sensitivity import hessian
 
 
 class Posterior(eqx.Module):
@@ -461,7 +192,7 @@ class Posterior(eqx.Module):
         start = log_posterior.coordinates(
             {name: self.draws[name][chain, draw] for name in self.names}
         )
-        mode, result = _mode(log_posterior, start, max_steps)
+        mode, result = find_mode(log_posterior, start, max_steps)
         return log_posterior.values(raise_if_failed(mode, result))
 
     def laplace(self, mode: dict | None = None) -> tuple[dict[str, Array], Array]:
@@ -491,7 +222,7 @@ class Posterior(eqx.Module):
 
         def log_likelihood(state, params):
             outputs = {
-                o: _observe(log_posterior.model, params, state.T, o)
+                o: observe(log_posterior.model, params, state.T, o)
                 for o in log_posterior.observed
             }
             return log_posterior.log_likelihood(outputs, {})
@@ -536,7 +267,7 @@ class Posterior(eqx.Module):
             elif name.startswith("noise_"):
                 attrs = {"long_name": f"observation noise of {name[6:]}"}
             else:
-                attrs = _DERIVED_ATTRS.get(name, {})
+                attrs = DERIVED_ATTRS.get(name, {})
             variables[name] = (dims, value, attrs)
         variables["log_density"] = (["chain", "draw"], np.asarray(self.log_density))
         return xr.Dataset(
@@ -551,64 +282,6 @@ class Posterior(eqx.Module):
                 "acceptance_rate": self.acceptance_rate,
             },
         )
-
-
-_DERIVED_ATTRS = {
-    "ecs": {
-        "units": "K",
-        "long_name": "equilibrium climate sensitivity (global-mean warming for "
-        f"{CO2_DOUBLING} W m-2)",
-    },
-    "snowball_S0": {
-        "units": "W m-2",
-        "long_name": "solar constant of the snowball fold",
-    },
-}
-
-
-@eqx.filter_jit
-def _mode(log_posterior: LogPosterior, start, max_steps):
-    def loss(coordinates, _):
-        return -log_posterior.log_density(coordinates, jacobian=False)
-
-    solution = optx.minimise(
-        loss,
-        optx.BFGS(rtol=1e-10, atol=1e-10),
-        start,
-        max_steps=max_steps,
-        throw=False,
-    )
-    return solution.value, RESULTS.promote(solution.result)
-
-
-class ClimateSensitivity(eqx.Module):
-    """`params -> ` the equilibrium global-mean warming for `forcing` W m-2 more,
-    K: from the equilibrium reached from `start` to the one reached from it."""
-
-    model: EnergyBalanceModel
-    start: Array
-    forcing: float = CO2_DOUBLING
-
-    def __call__(self, params: Params):
-        base = equilibrium(
-            params, model=self.model, start=self.start, throw=False, near_fold=None
-        )
-        forced = eqx.tree_at(lambda p: p.forcing, params, params.forcing + self.forcing)
-        warmer = equilibrium(
-            forced, model=self.model, start=base.T, throw=False, near_fold=None
-        )
-        return warmer.global_mean - base.global_mean
-
-
-class SnowballFold(eqx.Module):
-    """`params -> ` the solar constant of the snowball fold, W m-2: `ebm.fold`
-    refined from `guess` (the fold at the given parameters)."""
-
-    model: EnergyBalanceModel
-    guess: Fold
-
-    def __call__(self, params: Params):
-        return fold(params, "S0", guess=self.guess, model=self.model, throw=False).value
 
 
 def posterior(
@@ -713,9 +386,9 @@ def posterior(
         )
     model = resolve_model(model, grid)
     grid = model.grid
-    observed = _check_observed(observed, through, times, grid)
-    noise_given, noise_priors = _check_noise(noise, observed)
-    derived = _check_derived(derived)
+    observed = check_observed(observed, through, times, grid)
+    noise_given, noise_priors = check_noise(noise, observed)
+    derived = check_derived(derived)
 
     reference = None
     if through == "equilibrium":
@@ -727,7 +400,7 @@ def posterior(
                 f"converge ({reference.result}); start the chains where it does."
             )
         start_T = reference.T
-        regime = _regime(reference.ice_edge)
+        regime = is_snowball(reference.ice_edge)
     else:
         years, times = float(times[-1]), jnp.asarray(times)
         start_T = initial_profile(start, params, grid)
@@ -743,36 +416,42 @@ def posterior(
         )
         for o, prior in noise_priors.items()
     )
+    if through == "equilibrium":
+        problem = ForwardProblem(
+            model,
+            through,
+            start=start_T,
+            equilibrium_adjoint=finite_adjoint(model),
+        )
+    else:
+        problem = ForwardProblem(
+            model, through, start=start_T, years=years, times=times, T0=T0,
+            adjoint=adjoint,
+        )  # fmt: skip
     log_posterior = LogPosterior(
         params=params,
-        model=model,
         names=(*names, *(f"noise_{o}" for o in noise_priors)),
         parameters=names,
         supports=supports + noise_supports,
         priors=(*(priors[name] for name in names), *noise_priors.values()),
         observed=observed,
         noise=noise_given,
-        through=through,
-        times=times,
-        years=years,
-        T0=T0,
-        start=start_T,
+        problem=problem,
         regime=regime,
-        adjoint=adjoint,
     )
 
     start_values = {name: getattr(params, name) for name in names}
     for output, prior in noise_priors.items():
         start_values[f"noise_{output}"] = _typical(prior)
-    start_flat = _flatten(log_posterior, log_posterior.coordinates(start_values))
-    if not np.isfinite(float(_initial_log_density(log_posterior, start_flat))):
+    start_flat = flatten(log_posterior, log_posterior.coordinates(start_values))
+    if not np.isfinite(float(initial_log_density(log_posterior, start_flat))):
         described = ", ".join(f"{n}={np.asarray(v)}" for n, v in start_values.items())
         raise ValueError(
             f"The log density is -inf at the given `params` ({described}): the "
             "model fails there or lands on another branch. Give parameters that "
             "fit the observations."
         )
-    centre, scale, _, usable = _precondition(log_posterior, start_flat)
+    centre, scale, _, usable = precondition(log_posterior, start_flat)
     if not bool(usable):
         warnings.warn(
             "The log posterior's curvature at its mode is not negative definite; "
@@ -780,11 +459,11 @@ def posterior(
             "be small. Check the priors and the observations.",
             stacklevel=2,
         )
-    target = _Standardized(log_posterior, centre, scale)
+    target = Standardized(log_posterior, centre, scale)
     key = jax.random.key(seed)
     key, jitter_key, warmup_key, sample_key = jax.random.split(key, 4)
     positions = init_jitter * jax.random.normal(jitter_key, (num_chains, centre.size))
-    initial = np.asarray(_chain_log_densities(target, positions))
+    initial = np.asarray(chain_log_densities(target, positions))
     if not np.all(np.isfinite(initial)):
         chain = int(np.argmin(np.isfinite(initial)))
         values = log_posterior.values(target.coordinates(positions[chain]))
@@ -796,7 +475,7 @@ def posterior(
         )
 
     with HostProgress(progress, num_warmup + num_samples, "step") as meter:
-        states, parameters, failed_warmup = _warmup(
+        states, parameters, failed_warmup = warmup(
             target,
             jax.random.split(warmup_key, num_chains),
             positions,
@@ -811,7 +490,7 @@ def posterior(
         done = 0
         chain_keys = jax.random.split(sample_key, num_chains)
         while done < num_samples:
-            chain_keys, states, record = _sample(
+            chain_keys, states, record = sample(
                 target, chain_keys, states, parameters, chunk, max_doublings
             )
             collected.append(record)
@@ -826,7 +505,7 @@ def posterior(
     standardized, log_density, divergent, failed, acceptance, steps = record
     coordinates = jax.vmap(jax.vmap(target.coordinates))(standardized)
     draws = jax.vmap(jax.vmap(log_posterior.values))(coordinates)
-    derived_values = _derived(
+    derived_values = derive(
         derived, draws, log_posterior, model, params, start, reference
     )
     return Posterior(
@@ -853,26 +532,6 @@ def posterior(
     )
 
 
-def split_rhat(draws) -> Array:
-    """Split R-hat of `(chains, draws, ...)` draws: each chain's halves as two
-    chains, then Gelman and Rubin's potential scale reduction (blackjax's)."""
-    from blackjax.diagnostics import potential_scale_reduction
-
-    draws = jnp.asarray(draws)
-    half = draws.shape[1] // 2
-    halves = jnp.concatenate([draws[:, :half], draws[:, half : 2 * half]], axis=0)
-    with jax.numpy_dtype_promotion("standard"):
-        return potential_scale_reduction(halves)
-
-
-def effective_sample_size(draws) -> Array:
-    """Effective sample size of `(chains, draws, ...)` draws (blackjax's)."""
-    from blackjax.diagnostics import effective_sample_size as ess
-
-    with jax.numpy_dtype_promotion("standard"):
-        return ess(jnp.asarray(draws))
-
-
 def _typical(prior: AbstractPrior) -> float:
     """A starting value for a noise prior."""
     for attribute in ("median", "mean"):
@@ -882,221 +541,3 @@ def _typical(prior: AbstractPrior) -> float:
     if lower is not None and upper is not None:
         return 0.5 * (lower + upper)
     return 1.0
-
-
-@eqx.filter_jit
-def _initial_log_density(log_posterior: LogPosterior, flat):
-    """The log density at the flat coordinates `flat`."""
-    return log_posterior(_unflatten(log_posterior, flat))
-
-
-@eqx.filter_jit
-def _chain_log_densities(target: _Standardized, positions):
-    """The log density at each chain's standardised start, `(chains,)`."""
-    return jax.vmap(target)(positions)
-
-
-@eqx.filter_jit
-def _warmup(log_posterior, keys, positions, num_warmup, target_acceptance, doublings):
-    import blackjax
-
-    def one(key, position):
-        adaptation = blackjax.window_adaptation(
-            blackjax.nuts,
-            log_posterior,
-            is_mass_matrix_diagonal=False,
-            target_acceptance_rate=target_acceptance,
-            max_num_doublings=doublings,
-            adaptation_info_fn=_failed_info,
-        )
-        (state, parameters), failed = adaptation.run(
-            key, position, num_steps=num_warmup
-        )
-        return state, parameters, failed
-
-    with jax.numpy_dtype_promotion("standard"):
-        return jax.vmap(one)(keys, positions)
-
-
-def _failed_info(state, info, adaptation_state):
-    """Keep only whether each warm-up step failed (blackjax keeps every state by
-    default)."""
-    del state, adaptation_state
-    return _failed(info)
-
-
-@eqx.filter_jit
-def _sample(log_posterior, keys, states, parameters, num_steps, doublings):
-    import blackjax
-
-    def one(key, state, parameters):
-        kernel = blackjax.nuts(
-            log_posterior,
-            step_size=parameters["step_size"],
-            inverse_mass_matrix=parameters["inverse_mass_matrix"],
-            max_num_doublings=doublings,
-        )
-
-        def step(state, key):
-            state, info = kernel.step(key, state)
-            return state, (
-                state.position,
-                state.logdensity,
-                info.is_divergent,
-                _failed(info),
-                info.acceptance_rate,
-                info.num_integration_steps,
-            )
-
-        key, scan_key = jax.random.split(key)
-        state, record = jax.lax.scan(step, state, jax.random.split(scan_key, num_steps))
-        return key, state, record
-
-    with jax.numpy_dtype_promotion("standard"):
-        return jax.vmap(one)(keys, states, parameters)
-
-
-def _derived(derived, draws, log_posterior, model, params, start, reference):
-    if not derived:
-        return {}
-    functions = {}
-    for name, fn in derived.items():
-        if fn == "ecs":
-            fn = ClimateSensitivity(model, log_posterior.start)
-        elif fn == "snowball_S0":
-            guess = fold(params, "S0", stop=params.S0 - 400.0, model=model, start=start)
-            fn = SnowballFold(model, guess)
-        functions[name] = fn
-    flat = {
-        name: value.reshape(-1, *value.shape[2:])
-        for name, value in draws.items()
-        if name in log_posterior.parameters
-    }
-    shape = next(iter(draws.values())).shape[:2]
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", category=RuntimeWarning)
-        return {
-            name: _map_draws(fn, log_posterior.params, flat, model.grid.n_lat).reshape(
-                shape
-            )
-            for name, fn in functions.items()
-        }
-
-
-MAP_BATCH_CELLS = 8192
-"""Draws times cells per vmapped batch of the derived quantities (`_map_draws`)."""
-
-
-@eqx.filter_jit
-def _map_draws(fn, params, flat, n_lat: int):
-    # One vmap over thousands of draws of a chain of equilibria (as "ecs" is) can
-    # wedge XLA's CPU runtime: the program idles, never returning. Batches of about
-    # `MAP_BATCH_CELLS` draws x cells, one after the other, do not.
-    # The draws lie in the parameters' ranges (the priors' supports do).
-    with params_checked():
-        return jax.lax.map(
-            lambda values: fn(with_values(params, values)),
-            flat,
-            batch_size=max(1, MAP_BATCH_CELLS // n_lat),
-        )
-
-
-def _check_derived(derived) -> dict:
-    if isinstance(derived, str):
-        derived = (derived,)
-    if isinstance(derived, Mapping):
-        result = dict(derived)
-    else:
-        result = {name: name for name in derived}
-    for name, fn in result.items():
-        if isinstance(fn, str) and fn not in DERIVED:
-            raise ValueError(
-                f"`derived` names {fn!r}; known names are {DERIVED}, or give "
-                "`{name: fn}` with `fn(params) -> scalar`."
-            )
-        if not isinstance(fn, str) and not callable(fn):
-            raise ValueError(f"`derived[{name!r}]` must be callable, got {fn!r}.")
-    return result
-
-
-def _check_observed(observed, through, times, grid) -> dict[str, Array]:
-    if through not in ("equilibrium", "trajectory"):
-        raise ValueError(
-            f"`through` must be 'equilibrium' or 'trajectory', got {through!r}."
-        )
-    if not isinstance(observed, Mapping):
-        observed = {"T": observed}
-    prefix: tuple[int, ...] = ()
-    if through == "trajectory":
-        if times is None:
-            raise ValueError("through='trajectory' needs `times` (years).")
-        times = np.asarray(times, float)
-        if times.ndim != 1 or np.any(times <= 0) or np.any(np.diff(times) <= 0):
-            raise ValueError(
-                f"`times` must be increasing and positive (years), got {times}."
-            )
-        prefix = (len(times),)
-    shapes = {
-        "T": (grid.n_lat,),
-        "global_mean": (),
-        "ice_edge": (),
-        "ice_edge_south": (),
-        "heat_transport": (grid.n_lat + 1,),
-    }
-    checked = {}
-    for output, value in observed.items():
-        if output not in OBSERVABLES:
-            raise ValueError(
-                f"`observed` has {output!r}; the outputs that can be observed are "
-                f"{OBSERVABLES}."
-            )
-        array = np.asarray(value, dtype=float)
-        expected = prefix + shapes[output]
-        if array.shape != expected:
-            raise ValueError(
-                f"`observed[{output!r}]` must have shape {expected} for "
-                f"through={through!r}, got {array.shape}."
-            )
-        if not np.all(np.isfinite(array)):
-            raise ValueError(
-                f"`observed[{output!r}]` must be finite everywhere, got "
-                f"{int((~np.isfinite(array)).sum())} non-finite value(s)."
-            )
-        span = {"ice_edge": (0.0, 90.0), "ice_edge_south": (-90.0, 0.0)}.get(output)
-        if span is not None and not np.all((span[0] <= array) & (array <= span[1])):
-            raise ValueError(
-                f"`observed[{output!r}]` must be in [{span[0]:g}, {span[1]:g}] "
-                f"(degrees north), got {array.min():g} to {array.max():g}."
-            )
-        checked[output] = jnp.asarray(array)
-    if not checked:
-        raise ValueError("`observed` must hold at least one output.")
-    return checked
-
-
-def _check_noise(noise, observed) -> tuple[dict, dict]:
-    if not isinstance(noise, Mapping):
-        noise = {output: noise for output in observed}
-    missing = [output for output in observed if output not in noise]
-    extra = [output for output in noise if output not in observed]
-    if missing or extra:
-        raise ValueError(
-            f"`noise` must give one standard deviation per observed output "
-            f"{tuple(observed)}, got {tuple(noise)}."
-        )
-    given, priors = {}, {}
-    for output, value in noise.items():
-        if isinstance(value, AbstractPrior):
-            priors[output] = value
-            continue
-        try:
-            number = float(value)
-        except (TypeError, ValueError):
-            number = math.nan
-        if not (math.isfinite(number) and number > 0):
-            raise ValueError(
-                f"`noise[{output!r}]` must be a number > 0 (in the output's units) or "
-                f"a prior, got {value!r}."
-            )
-        given[output] = jnp.asarray(number)
-    return given, priors

@@ -8,7 +8,7 @@ NAME = "sensitivity"
 
 def add_parser(subparsers) -> None:
     """`ebm sensitivity` and its flags, on `subparsers`."""
-    from .._analysis.fit import OUTPUTS
+    from .._analysis.sensitivity import OUTPUTS
     from .._model.start import STARTS
 
     parser = subparsers.add_parser(
@@ -37,7 +37,7 @@ def add_parser(subparsers) -> None:
 def run(arguments) -> dict:
     """The Jacobian of `--output`, and its plot; with a term that declares `CO2`,
     also the climate sensitivity per doubling of CO2."""
-    from .._analysis.fit import sensitivity
+    from .._analysis.sensitivity import sensitivity
 
     model, params = common.setup(arguments)
     result = sensitivity(
@@ -83,7 +83,7 @@ def _per_doubling(model, params, arguments, result) -> dict:
     (nothing otherwise)."""
     import math
 
-    from .._analysis.fit import sensitivity
+    from .._analysis.sensitivity import sensitivity
     from .._physics.forcing.co2 import CO2
 
     if not any(CO2 in term.parameters for term in model.terms()):

@@ -596,7 +596,8 @@ def to_dataset(result, params: Params | None = None, *, model=None):
     - `TypeError`: for a result of another type.
     """
     from .._analysis.ensemble import Ensemble
-    from .._analysis.fit import FitResult, Sensitivity
+    from .._analysis.fit import FitResult
+    from .._analysis.sensitivity import Sensitivity
     from .._layers.run import Run
     from .._steady.continuation import Branch
     from .._steady.equilibrium import Equilibrium

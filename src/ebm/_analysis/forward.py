@@ -1,0 +1,174 @@
+r"""The forward problem that `fit`, `sensitivity`, `hessian` and `posterior` solve.
+
+For parameters $\theta$ the forward problem is either the equilibrium $T^*(\theta)$
+reached from a start (`through="equilibrium"`: $G(T^*, \theta) = 0$, differentiated
+implicitly, one linear solve per derivative), or a run $T(t; \theta)$ from $T_0$
+(`through="trajectory"`: saved at given times or at its end, differentiated under
+the adjoint chosen). Each analysis maps its own coordinates (an optimiser's, a
+sampler's, the parameters themselves) to `Params`, calls `ForwardProblem.solve`,
+and reads what it needs from the `ForwardSolution`.
+"""
+
+from collections.abc import Sequence
+
+import diffrax
+import equinox as eqx
+import jax.numpy as jnp
+from jaxtyping import Array, Bool
+
+from .._model.model import EnergyBalanceModel
+from .._model.parameters import params_checked
+from .._model.params import Params
+from .._results import RESULTS
+from .._steady.equilibrium import DEFAULT_ADJOINT, equilibrium
+from .._stepping.integrate import integrate
+
+
+THROUGH = ("equilibrium", "trajectory")
+"""What a forward problem solves."""
+
+
+def to_unconstrained(name: str, value, container: type[Params] = Params):
+    """The optimiser's coordinate for parameter `name` (its declared transform)."""
+    return container.declaration(name).to_unconstrained(value)
+
+
+def from_unconstrained(name: str, coordinate, container: type[Params] = Params):
+    """The inverse of `to_unconstrained`."""
+    return container.declaration(name).from_unconstrained(coordinate)
+
+
+def with_values(params: Params, values: dict) -> Params:
+    """`params` with the fields named in `values` replaced."""
+    names = tuple(values)
+    return eqx.tree_at(
+        lambda p: tuple(getattr(p, name) for name in names),
+        params,
+        tuple(jnp.asarray(values[name], float) for name in names),
+    )
+
+
+def check_names(
+    names: Sequence[str], argument: str, container: type[Params] = Params
+) -> tuple[str, ...]:
+    """`names` as a tuple, every one a parameter of `container`.
+
+    **Raises:**
+
+    - `ValueError`: naming `argument`, for an unknown or repeated name.
+    """
+    if isinstance(names, str):
+        names = (names,)
+    names = tuple(names)
+    known = container.field_names()
+    unknown = [name for name in names if name not in known]
+    if unknown or not names or len(set(names)) != len(names):
+        raise ValueError(
+            f"`{argument}` must be distinct names of Params fields {known}, got "
+            f"{names!r}."
+        )
+    return names
+
+
+def check_through(through: str) -> str:
+    if through not in THROUGH:
+        raise ValueError(
+            f"`through` must be 'equilibrium' or 'trajectory', got {through!r}."
+        )
+    return through
+
+
+class ForwardSolution(eqx.Module):
+    """What a `ForwardProblem` gives for one parameter set.
+
+    **Attributes:**
+
+    - `state`: the `ebm.Equilibrium`, or the `ebm.Trajectory` of the run.
+    - `T`: the equilibrium profile (degC), or the run's saved profiles
+        `(len(times), n_lat)` (its last one where no `times` are given).
+    - `ok`: whether the solve succeeded (a root-find that converged; a run that
+        reached its end).
+    - `result`: the solve's `ebm.RESULTS`.
+    - `diagnostics`: the equilibrium's `(leading_eigenvalue, condition_number)`,
+        to warn near a fold; `None` for a run.
+    """
+
+    state: object
+    T: Array
+    ok: Bool[Array, ""]
+    result: RESULTS
+    diagnostics: tuple[Array, Array] | None
+
+
+class ForwardProblem(eqx.Module):
+    """`params -> ForwardSolution`: the solve behind the analyses.
+
+    A Module rather than a closure, so that `eqx.filter_jit` finds the compiled
+    program again on the next call with the same settings: the arrays (start,
+    snapshot times, initial profile) are traced, the choices static.
+
+    **Attributes:**
+
+    - `model`: the `ebm.EnergyBalanceModel`.
+    - `through`: `"equilibrium"` or `"trajectory"`.
+    - `start`: the equilibrium's start (a profile or a name: see
+        `ebm.equilibrium`).
+    - `equilibrium_adjoint`: the equilibrium's implicit adjoint (default: that of
+        `ebm.equilibrium`).
+    - `years`: the run's length, years (trajectory only).
+    - `times`: the years at which the run is saved (`None`: its end only).
+    - `T0`: the run's initial profile (`None`: present day).
+    - `adjoint`: the run's adjoint (a name or a `diffrax.AbstractAdjoint`).
+    """
+
+    model: EnergyBalanceModel
+    through: str = eqx.field(static=True)
+    start: object = "present"
+    equilibrium_adjoint: object = DEFAULT_ADJOINT
+    years: object = None
+    times: Array | None = None
+    T0: object = None
+    adjoint: object = "recursive"
+
+    def solve(self, params: Params) -> ForwardSolution:
+        # The parameters are checked by the entry point before tracing (or map
+        # into their ranges by construction); the solve's result is returned, for
+        # the caller to reject or raise on, so that no check is compiled in.
+        with params_checked():
+            if self.through == "equilibrium":
+                state = equilibrium(
+                    params,
+                    model=self.model,
+                    start=self.start,
+                    adjoint=self.equilibrium_adjoint,
+                    throw=False,
+                    near_fold=None,
+                )
+                return ForwardSolution(
+                    state=state,
+                    T=state.T,
+                    ok=state.converged,
+                    result=state.result,
+                    diagnostics=(state.leading_eigenvalue, state.condition_number),
+                )
+            saveat = (
+                diffrax.SaveAt(t1=True)
+                if self.times is None
+                else diffrax.SaveAt(ts=self.times)
+            )
+            run = integrate(
+                params,
+                years=self.years,
+                model=self.model,
+                T0=self.T0,
+                adjoint=self.adjoint,
+                saveat=saveat,
+                throw=False,
+            )
+        return ForwardSolution(
+            state=run,
+            T=run.T if self.times is None else run.Ts,
+            ok=run.result == RESULTS.successful,
+            result=run.result,
+            diagnostics=None,
+        )

@@ -1,0 +1,289 @@
+r"""The log posterior density that `ebm.posterior` samples.
+
+$$\log p(\theta \mid y) = \sum_k \log p_k(\theta_k)
++ \sum_o \sum_i \Big[-\tfrac12\Big(\frac{y_{o,i} - f_{o,i}(\theta)}{\sigma_o}\Big)^2
+- \log\sigma_o\Big] + \text{const},$$
+
+on each parameter's unconstrained coordinate, with the log-Jacobian of the
+transform. $f$ is `ForwardProblem`'s solve: the equilibrium reached from the
+observations' branch, or snapshots of a run. A failed solve, an equilibrium on
+another branch, or parameters out of range give $-\infty$ with gradient zero.
+"""
+
+import math
+from collections.abc import Mapping
+
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jaxtyping import Array
+
+from .._model.model import EnergyBalanceModel
+from .._model.parameters import Parameter
+from .._model.params import Params
+from .._numerics.implicit import FailedAs, ImplicitAdjoint
+from .._steady.equilibrium import default_adjoint
+from .forward import ForwardProblem, check_through, with_values
+from .priors import AbstractPrior
+
+
+OBSERVABLES = ("T", "global_mean", "ice_edge", "ice_edge_south", "heat_transport")
+"""The outputs that can be observed."""
+
+
+def observe(model: EnergyBalanceModel, params, T, output: str):
+    """`output` of the profile(s) `T` (`(..., n_lat)`)."""
+    if output == "T":
+        return T
+    if output == "global_mean":
+        return model.grid.global_mean(T)
+    fn = {
+        "ice_edge": model.ice_edge,
+        "ice_edge_south": lambda T, params: model.ice_edge(T, params, "south"),
+        "heat_transport": model.heat_transport,
+    }[output]
+    for _ in range(T.ndim - 1):
+        fn = jax.vmap(fn, in_axes=(0, None))
+    return fn(T, params)
+
+
+def is_snowball(ice_edge):
+    """Whether an equilibrium is a snowball (ice to the equator).
+
+    The warm branch runs continuously from a large ice cap to ice-free (its ice
+    edge reaches the pole smoothly), so the branch is told apart only from the
+    snowball, which is reached from it by a jump."""
+    return ice_edge <= 0.0
+
+
+def finite_adjoint(model: EnergyBalanceModel) -> ImplicitAdjoint:
+    """`equilibrium`'s default adjoint for `model`, a failed solve giving zeros.
+
+    For the implicit gradient of the posterior's equilibria: next to a fold the
+    Jacobian is singular to working precision, and the default adjoint's NaN would
+    reach every chain. A zero solution drops the equilibrium's sensitivity from the
+    gradient at that point only. NUTS stays exact: its leapfrog steps are
+    reversible and volume-preserving for any deterministic vector field in place
+    of the gradient, and the acceptance test uses the density itself, so a wrong
+    gradient costs acceptance, not correctness."""
+    solver = default_adjoint(model).linear_solver
+    return ImplicitAdjoint(linear_solver=FailedAs(solver, 0.0))
+
+
+class LogPosterior(eqx.Module):
+    """The log posterior density of `ebm.posterior`, on its unconstrained
+    coordinates.
+
+    Call it on `{name: coordinate}` for the log density (with the log-Jacobian of
+    the transforms; -inf at a failed or off-branch point, where its gradient is
+    zero). `values(coordinates)` gives the parameters in their units, and
+    `coordinates(values)` the inverse.
+    """
+
+    params: Params
+    names: tuple[str, ...] = eqx.field(static=True)
+    """The sampled names: the parameters, then any `noise_<output>`."""
+    parameters: tuple[str, ...] = eqx.field(static=True)
+    """The sampled names that are fields of `params`."""
+    supports: tuple[Parameter, ...] = eqx.field(static=True)
+    priors: tuple[AbstractPrior, ...]
+    observed: dict[str, Array]
+    noise: dict[str, Array]
+    problem: ForwardProblem
+    """The solve behind the observed outputs (its `start` is the equilibrium of
+    the given `params`, the branch observed)."""
+    regime: Array
+    """Whether the observed branch is the snowball."""
+
+    @property
+    def model(self) -> EnergyBalanceModel:
+        return self.problem.model
+
+    @property
+    def through(self) -> str:
+        return self.problem.through
+
+    @property
+    def start(self) -> Array:
+        return self.problem.start
+
+    @property
+    def shapes(self) -> tuple[tuple[int, ...], ...]:
+        """The shape of each sampled name's value: that of its value in `params`
+        (`()`, or `(n,)` for a profile), `()` for a noise."""
+        return tuple(
+            jnp.shape(getattr(self.params, name)) if name in self.parameters else ()
+            for name in self.names
+        )
+
+    def values(self, coordinates: dict) -> dict:
+        return {
+            name: support.from_unconstrained(coordinates[name])
+            for name, support in zip(self.names, self.supports)
+        }
+
+    def coordinates(self, values: dict) -> dict:
+        return {
+            name: support.to_unconstrained(jnp.asarray(values[name], float))
+            for name, support in zip(self.names, self.supports)
+        }
+
+    def with_parameters(self, values: dict) -> Params:
+        return with_values(
+            self.params, {name: values[name] for name in self.parameters}
+        )
+
+    def simulate(self, params: Params):
+        """The observed outputs of `params` (in range: see `log_density`), and
+        whether they are valid (a solve that succeeded, on the observed branch)."""
+        solution = self.problem.solve(params)
+        ok = solution.ok
+        if self.through == "equilibrium":
+            ok = ok & (is_snowball(solution.state.ice_edge) == self.regime)
+        outputs = {o: observe(self.model, params, solution.T, o) for o in self.observed}
+        return outputs, ok
+
+    def log_likelihood(self, outputs: dict, values: dict):
+        """The Gaussian log likelihood of the observed `outputs`, with the noise in
+        `values` where it is sampled."""
+        total = 0.0
+        for output, observed in self.observed.items():
+            sigma = values.get(f"noise_{output}", self.noise.get(output))
+            residual = (observed - outputs[output]) / sigma
+            total = total - 0.5 * jnp.sum(residual**2) - observed.size * jnp.log(sigma)
+        return total
+
+    def log_density(self, coordinates: dict, jacobian: bool = True):
+        """The log posterior (unguarded: NaN where the solve failed)."""
+        values = self.values(coordinates)
+        total = sum(
+            jnp.sum(prior.log_density(values[name]))
+            for name, prior in zip(self.names, self.priors)
+        )
+        if jacobian:
+            total = total + sum(
+                jnp.sum(support.log_jacobian(coordinates[name]))
+                for name, support in zip(self.names, self.supports)
+            )
+        params = self.with_parameters(values)
+        # A wild proposal (the adaptation's first steps can overflow a log
+        # coordinate) or one that breaks a constraint is solved at the given
+        # parameters instead, and is -inf.
+        valid = params.in_range()
+        params = jax.tree.map(
+            lambda proposed, given: jnp.where(valid, proposed, given),
+            params,
+            self.params,
+        )
+        outputs, ok = self.simulate(params)
+        total = total + self.log_likelihood(outputs, values)
+        ok = ok & valid
+        return jnp.where(ok & jnp.isfinite(total), total, -jnp.inf)
+
+    def __call__(self, coordinates: dict):
+        return _guarded(coordinates, self)
+
+
+@eqx.filter_custom_vjp
+def _guarded(coordinates, log_posterior: LogPosterior):
+    return log_posterior.log_density(coordinates)
+
+
+@_guarded.def_fwd
+def _guarded_fwd(perturbed, coordinates, log_posterior):
+    del perturbed
+    value, vjp = jax.vjp(log_posterior.log_density, coordinates)
+    return value, (value, vjp)
+
+
+@_guarded.def_bwd
+def _guarded_bwd(residuals, cotangent, perturbed, coordinates, log_posterior):
+    # At -inf the solve's derivatives are NaN; the point is rejected whatever its
+    # gradient, so the gradient is zero, and no NaN reaches the sampler's state.
+    del perturbed, coordinates, log_posterior
+    value, vjp = residuals
+    (gradient,) = vjp(cotangent)
+    return jax.tree.map(
+        lambda g: jnp.where(jnp.isfinite(value), g, jnp.zeros_like(g)), gradient
+    )
+
+
+def check_observed(observed, through, times, grid) -> dict[str, Array]:
+    check_through(through)
+    if not isinstance(observed, Mapping):
+        observed = {"T": observed}
+    prefix: tuple[int, ...] = ()
+    if through == "trajectory":
+        if times is None:
+            raise ValueError("through='trajectory' needs `times` (years).")
+        times = np.asarray(times, float)
+        if times.ndim != 1 or np.any(times <= 0) or np.any(np.diff(times) <= 0):
+            raise ValueError(
+                f"`times` must be increasing and positive (years), got {times}."
+            )
+        prefix = (len(times),)
+    shapes = {
+        "T": (grid.n_lat,),
+        "global_mean": (),
+        "ice_edge": (),
+        "ice_edge_south": (),
+        "heat_transport": (grid.n_lat + 1,),
+    }
+    checked = {}
+    for output, value in observed.items():
+        if output not in OBSERVABLES:
+            raise ValueError(
+                f"`observed` has {output!r}; the outputs that can be observed are "
+                f"{OBSERVABLES}."
+            )
+        array = np.asarray(value, dtype=float)
+        expected = prefix + shapes[output]
+        if array.shape != expected:
+            raise ValueError(
+                f"`observed[{output!r}]` must have shape {expected} for "
+                f"through={through!r}, got {array.shape}."
+            )
+        if not np.all(np.isfinite(array)):
+            raise ValueError(
+                f"`observed[{output!r}]` must be finite everywhere, got "
+                f"{int((~np.isfinite(array)).sum())} non-finite value(s)."
+            )
+        span = {"ice_edge": (0.0, 90.0), "ice_edge_south": (-90.0, 0.0)}.get(output)
+        if span is not None and not np.all((span[0] <= array) & (array <= span[1])):
+            raise ValueError(
+                f"`observed[{output!r}]` must be in [{span[0]:g}, {span[1]:g}] "
+                f"(degrees north), got {array.min():g} to {array.max():g}."
+            )
+        checked[output] = jnp.asarray(array)
+    if not checked:
+        raise ValueError("`observed` must hold at least one output.")
+    return checked
+
+
+def check_noise(noise, observed) -> tuple[dict, dict]:
+    if not isinstance(noise, Mapping):
+        noise = {output: noise for output in observed}
+    missing = [output for output in observed if output not in noise]
+    extra = [output for output in noise if output not in observed]
+    if missing or extra:
+        raise ValueError(
+            f"`noise` must give one standard deviation per observed output "
+            f"{tuple(observed)}, got {tuple(noise)}."
+        )
+    given, priors = {}, {}
+    for output, value in noise.items():
+        if isinstance(value, AbstractPrior):
+            priors[output] = value
+            continue
+        try:
+            number = float(value)
+        except (TypeError, ValueError):
+            number = math.nan
+        if not (math.isfinite(number) and number > 0):
+            raise ValueError(
+                f"`noise[{output!r}]` must be a number > 0 (in the output's units) or "
+                f"a prior, got {value!r}."
+            )
+        given[output] = jnp.asarray(number)
+    return given, priors
