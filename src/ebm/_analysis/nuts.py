@@ -94,14 +94,21 @@ def precondition(log_posterior: LogPosterior, start, max_steps: int = 256):
         curvature = jax.hessian(lambda flat: loss(flat, None))(centre)
     else:
         # Central differences of the gradient, column by column: reverse mode
-        # only, which every adjoint of a run supports (forward mode is not).
+        # only, which every adjoint of a run supports (forward mode is not). The
+        # 2n points go through one gradient in the program, in batches of at most
+        # 8 (padded with the centre to whole batches, so no second copy of the
+        # gradient is compiled for a remainder).
         gradient = jax.grad(lambda flat: loss(flat, None))
+        size = centre.size
         steps = 1e-4 * (1.0 + jnp.abs(centre))
-        columns = jax.lax.map(
-            lambda shift: gradient(centre + shift) - gradient(centre - shift),
-            jnp.diag(steps),
-            batch_size=8,
+        shifts = jnp.concatenate([jnp.diag(steps), -jnp.diag(steps)])
+        batch = min(8, 2 * size)
+        padding = -(2 * size) % batch
+        shifts = jnp.concatenate([shifts, jnp.zeros((padding, size))])
+        gradients = jax.lax.map(
+            lambda shift: gradient(centre + shift), shifts, batch_size=batch
         )
+        columns = gradients[:size] - gradients[size : 2 * size]
         curvature = columns / (2.0 * steps[:, None])
     curvature = 0.5 * (curvature + curvature.T)
     covariance = jnp.linalg.inv(curvature)

@@ -254,9 +254,15 @@ def hessian(
 
 @eqx.filter_jit
 def _gradient_and_hessian(fn, values):
+    # The gradient is the primal of the Hessian's forward pass: one reverse pass in
+    # the program, not a second copy of it for the gradient alone.
     gradient_fn = jax.grad(fn, has_aux=True)
-    gradient, diagnostics = gradient_fn(values)
-    matrix, _ = jax.jacfwd(gradient_fn, has_aux=True)(values)
+
+    def with_gradient(values):
+        gradient, diagnostics = gradient_fn(values)
+        return gradient, (gradient, diagnostics)
+
+    matrix, (gradient, diagnostics) = jax.jacfwd(with_gradient, has_aux=True)(values)
     return gradient, matrix, diagnostics
 
 
