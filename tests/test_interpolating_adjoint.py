@@ -150,3 +150,24 @@ def test_the_command_line_takes_it_by_name(capsys):
     largest = max(abs(value) for value in recursive.values())
     for name, value in recursive.items():
         assert interpolating[name] == pytest.approx(value, abs=AGREEMENT * largest)
+
+
+def test_the_private_diffrax_pieces_it_needs_are_there():
+    # ebm.InterpolatingAdjoint is built from diffrax's own backsolve machinery,
+    # which diffrax does not export; pyproject.toml pins diffrax's minor version.
+    # A diffrax that moves or changes these fails here, by name, rather than deep
+    # inside a gradient.
+    import inspect
+
+    from diffrax import _adjoint
+
+    for name, parameters in (
+        ("_inner_loop", ("kind",)),
+        ("_outer_loop", ("kind",)),
+        ("_only_transpose_ys", ()),
+    ):
+        function = getattr(_adjoint, name, None)
+        assert callable(function), f"diffrax._adjoint.{name} is gone"
+        signature = inspect.signature(function)
+        for parameter in parameters:
+            assert parameter in signature.parameters, (name, signature)

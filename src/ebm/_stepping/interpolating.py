@@ -50,11 +50,18 @@ import jax.numpy as jnp
 import jax.tree_util as jtu
 
 # The pieces of diffrax that its own BacksolveAdjoint is built from: its while loops
-# and the guard that only saved states receive cotangents.
+# and the guard that only saved states receive cotangents. They are private, so
+# pyproject.toml pins diffrax to the minor version tested, and
+# tests/test_interpolating_adjoint.py names them.
 from diffrax._adjoint import _inner_loop, _only_transpose_ys, _outer_loop
 from jax.flatten_util import ravel_pytree
 
 from .._numerics.chord import tridiagonal_root_finder
+
+
+# What `SaveAt(t0=..., ts=..., t1=...)` saves: the state itself (diffrax's default
+# `SubSaveAt.fn`).
+_SAVE_STATE = diffrax.SubSaveAt(t1=True).fn
 
 
 def _vector_field(terms, t, y, args):
@@ -155,7 +162,7 @@ class InterpolatingAdjoint(diffrax.AbstractAdjoint):
             raise NotImplementedError(
                 "InterpolatingAdjoint does not support `SaveAt(subs=...)`."
             )
-        if saveat.dense or subs.steps or subs.fn is not diffrax._saveat.save_y:
+        if saveat.dense or subs.steps or subs.fn is not _SAVE_STATE:
             raise NotImplementedError(
                 "InterpolatingAdjoint supports SaveAt(t0=..., ts=..., t1=...) only, "
                 "not `steps=True`, `dense=True` or `fn=...`."
