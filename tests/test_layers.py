@@ -2,6 +2,7 @@
 field's metrics and their gradients, and the forcing scenarios' edges."""
 
 import diffrax
+import equinox as eqx
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -261,6 +262,8 @@ def test_zonal_deep_ocean_global_mean_obeys_the_two_layer_equations():
         assert float(metric(params, model)) == pytest.approx(
             float(metric(global_params, global_model)), rel=1e-6
         )
+    # A warming uniform in latitude has no polar amplification.
+    assert float(ebm.polar_amplification(params, model)) == pytest.approx(1.0, abs=1e-6)
 
 
 def test_zonal_deep_ocean_with_ice_conserves_energy():
@@ -277,8 +280,41 @@ def test_zonal_deep_ocean_with_ice_conserves_energy():
     # The ice retreats: the poles warm more than the globe.
     warming = run.state["T"] - start["T"]
     assert float(warming[-1]) > float(ZONAL_GRID.global_mean(warming)) > 0.0
+    # So the transient warming is amplified at the poles, and the amplification is
+    # differentiable: d/dD against central differences.
+    amplification, gradient = jax.value_and_grad(ebm.polar_amplification)(params, model)
+    assert float(amplification) > 1.1
+    h = 1e-5
+    difference = (
+        ebm.polar_amplification(eqx.tree_at(lambda p: p.D, params, params.D + h), model)
+        - ebm.polar_amplification(
+            eqx.tree_at(lambda p: p.D, params, params.D - h), model
+        )
+    ) / (2 * h)
+    assert float(gradient.D) == pytest.approx(float(difference), rel=1e-5)
     # Its file has both variables on the latitudes, with their bounds.
     dataset = ebm.to_dataset(run, params)
     assert dataset["T_deep"].dims == ("lat",)
     np.testing.assert_allclose(dataset["lat"].values, ZONAL_GRID.lat)
     assert "lat_bnds" in dataset
+
+
+def test_polar_caps_are_weighted_by_area():
+    from ebm._layers.metrics import polar_weights
+
+    # Cells of 30 degrees: the caps poleward of 60 are the two outermost cells.
+    np.testing.assert_allclose(
+        polar_weights(ebm.Grid(6)), [0.5, 0, 0, 0, 0, 0.5], atol=1e-12
+    )
+    # Cells of 20 degrees: the circle at 60 crosses the cells of 50-70 degrees,
+    # which count for their area poleward of it.
+    weights = np.asarray(polar_weights(ebm.Grid(9)))
+    assert weights.sum() == pytest.approx(1.0)
+    np.testing.assert_allclose(weights, weights[::-1])
+    sin = np.sin(np.deg2rad([60.0, 70.0]))
+    assert weights[1] / weights[0] == pytest.approx((sin[1] - sin[0]) / (1 - sin[1]))
+    np.testing.assert_allclose(weights[2:7], 0.0, atol=1e-12)
+    with pytest.raises(ValueError, match="`latitude` must be in"):
+        polar_weights(ebm.Grid(6), 90.0)
+    with pytest.raises(TypeError, match="needs a zonal model"):
+        ebm.polar_amplification(PARAMS, TWO)

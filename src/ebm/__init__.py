@@ -72,6 +72,7 @@ from ._layers.metrics import (
     ecs as ecs,
     gregory as gregory,
     heat_uptake_efficiency as heat_uptake_efficiency,
+    polar_amplification as polar_amplification,
     tcr as tcr,
 )
 from ._layers.n_layer import NLayerModel as NLayerModel

@@ -17,6 +17,9 @@ for `ebm.DeepOceanModel`).
     intercept over slope, halved (CMIP papers' convention).
 - `heat_uptake_efficiency`: $\kappa = N / T$ averaged over years 61-80 of
     `1pctCO2`, W m-2 K-1.
+- `polar_amplification` (zonal models): the warming of the polar caps (poleward of
+    60 degrees, area-weighted, both hemispheres) over the global-mean warming, each
+    averaged over years 61-80 of `1pctCO2`.
 
 Annual means are exact: the run carries the integrals $\int T\,dt$ and
 $\int N\,dt$ as two more state variables, read at whole years.
@@ -36,43 +39,51 @@ from .scenarios import AbruptCO2, OnePercentCO2
 
 class _WithIntegrals(eqx.Module):
     """The model's tendency, with `d/dt (int T dt, int N dt) = (T, N)`, `T` the
-    global-mean warming from `start` (the start state's global mean)."""
+    global-mean warming from `start` (the start state's global mean); with
+    `weights`, a third integral of the surface warming's mean under those weights
+    (which sum to one)."""
 
     model: eqx.Module
     start: jax.Array
+    weights: jax.Array | None = None
+    start_profile: jax.Array | None = None
 
     def __call__(self, t, y, params):
         state, _ = y
-        integrals = jnp.stack(
-            [
-                self.model.global_mean(state) - self.start,
-                self.model.toa_imbalance(t, state, params),
-            ]
-        )
-        return self.model(t, state, params), integrals
+        rates = [
+            self.model.global_mean(state) - self.start,
+            self.model.toa_imbalance(t, state, params),
+        ]
+        if self.weights is not None:
+            warming = self.model.surface_temperature(state) - self.start_profile
+            rates.append(jnp.sum(self.weights * warming))
+        return self.model(t, state, params), jnp.stack(rates)
 
 
-def _integrals(model, params, ts):
+def _integrals(model, params, ts, weights=None):
     """As `_integrals_jit`, for `ts` a NumPy array of years."""
     max_steps = default_max_steps(model, params, float(ts[-1]))
-    return _integrals_jit(model, params, jnp.asarray(ts), max_steps)
+    return _integrals_jit(model, params, jnp.asarray(ts), max_steps, weights)
 
 
 @eqx.filter_jit
-def _integrals_jit(model, params, ts, max_steps):
-    """`(int_0^t T dt, int_0^t N dt)` at each of `ts` (years from the start), from
-    the model's initial state, and the run's result code."""
+def _integrals_jit(model, params, ts, max_steps, weights=None):
+    """`(int_0^t T dt, int_0^t N dt)` (and the weighted warming's integral, with
+    `weights`) at each of `ts` (years from the start), from the model's initial
+    state, and the run's result code."""
     state = model.initial_state(params)
     start = model.global_mean(state)
+    profile = None if weights is None else model.surface_temperature(state)
+    integrand = _WithIntegrals(model, start, weights, profile)
     solution = diffrax.diffeqsolve(
-        diffrax.ODETerm(_WithIntegrals(model, start)),
+        diffrax.ODETerm(integrand),
         # The model's own: an explicit solver on a stiff model (the zonal
         # transport of `ebm.DeepOceanModel`) would spend its step budget.
         model.default_solver(),
         t0=0.0,
         t1=ts[-1],
         dt0=None,
-        y0=(state, jnp.zeros(2)),
+        y0=(state, jnp.zeros(2 if weights is None else 3)),
         args=params,
         saveat=diffrax.SaveAt(ts=ts),
         stepsize_controller=diffrax.PIDController(rtol=1e-10, atol=1e-10),
@@ -102,6 +113,52 @@ def tcr(params, model) -> jax.Array:
     )
     value = (integrals[1, 0] - integrals[0, 0]) / 20.0
     return raise_if_failed(value, result)
+
+
+def polar_weights(grid, latitude: float = 60.0) -> jax.Array:
+    """Area weights of the polar caps, poleward of `latitude` in both hemispheres,
+    on `grid`'s cells: each cell's area within a cap over the caps' area (a cell
+    that the circle crosses counts in part), summing to one."""
+    from .._checks import check_threshold
+
+    check_threshold("latitude", latitude)
+    if not 0.0 < latitude < 90.0:
+        raise ValueError(f"`latitude` must be in (0, 90) degrees, got {latitude!r}.")
+    bounds = np.sin(np.deg2rad(np.asarray(grid.lat_bounds)))
+    edge = np.sin(np.deg2rad(latitude))
+    north = np.clip(bounds[1:], edge, 1.0) - np.clip(bounds[:-1], edge, 1.0)
+    south = np.clip(-bounds[:-1], edge, 1.0) - np.clip(-bounds[1:], edge, 1.0)
+    caps = north + south
+    return jnp.asarray(caps / caps.sum())
+
+
+def polar_amplification(params, model, latitude: float = 60.0) -> jax.Array:
+    """Polar amplification of the transient warming: the warming of the polar caps
+    (poleward of `latitude`, area-weighted, both hemispheres) over the global-mean
+    warming, each averaged over years 61-80 of `1pctCO2` (see the module
+    docstring). Dimensionless; 1 for a warming uniform in latitude.
+
+    **Arguments:**
+
+    - `params`: the model's parameters (`model.Params`).
+    - `model`: a zonal model (`ebm.DeepOceanModel`); its forcing is replaced by
+        `ebm.OnePercentCO2()`.
+    - `latitude`: where the polar caps begin, degrees (default 60).
+    """
+    grid = getattr(getattr(model, "surface", None), "grid", None)
+    if grid is None:
+        raise TypeError(
+            "`polar_amplification` needs a zonal model with a surface grid "
+            f"(ebm.DeepOceanModel), got {type(model).__name__}, whose state has "
+            "one global temperature."
+        )
+    weights = polar_weights(grid, latitude)
+    params = check_model_params(params, model)
+    integrals, result = _integrals(
+        _scenario(model, OnePercentCO2()), params, np.array([60.0, 80.0]), weights
+    )
+    change = integrals[1] - integrals[0]
+    return raise_if_failed(change[2] / change[0], result)
 
 
 def heat_uptake_efficiency(params, model) -> jax.Array:
