@@ -27,6 +27,7 @@ adds them to the site as `figures/NAME.png`; none is committed.
 
 import importlib
 import importlib.util
+import os
 import pathlib
 import re
 import tempfile
@@ -37,7 +38,19 @@ from mkdocs.structure.files import File
 
 import ebm
 from ebm._cli.common import number_text, selection_flags
+from ebm._edges import cache
 from ebm._physics.catalogue import parameters_by_name, term_classes
+
+
+# The build is a process of ebm's own, as the command line is: JAX's persistent
+# compilation cache (where EBM_COMPILATION_CACHE names, else the user's cache
+# directory) and the faster compiler flag, set before JAX starts its backend. The
+# tutorials' kernels inherit both through the environment, so a build after the
+# tests (as CI's, which shares their cache) compiles little.
+if os.environ.get(cache.ENVIRONMENT_VARIABLE, "").lower() not in ("off", "0"):
+    os.environ.setdefault(cache.ENVIRONMENT_VARIABLE, "on")
+    cache.faster_compilation_flags()
+    cache.enable_compilation_cache()
 
 
 def _selection(term) -> str:
