@@ -393,3 +393,23 @@ def test_arguments_of_the_wrong_kind_are_named(kwargs, error, match):
     # Each gave an AttributeError from deep inside (or, for throw, was accepted).
     with pytest.raises(error, match=match):
         ebm.equilibrium(ebm.Params(), **kwargs)
+
+
+def test_a_copy_of_the_default_adjoint_is_the_default():
+    # eqx.filter_jit rebuilds the Modules it is given, so the default adjoint
+    # reaches `equilibrium` through a compiled function (fit's step, the
+    # sensitivities' Jacobian) as a copy. It must still become the model's own
+    # direct tridiagonal solve, not the GMRES it stands for in general.
+    import copy
+
+    from ebm._steady.equilibrium import DEFAULT_ADJOINT
+
+    grid = ebm.Grid(6)
+
+    def program(adjoint):
+        def global_mean(params):
+            return ebm.equilibrium(params, grid=grid, adjoint=adjoint).global_mean
+
+        return str(jax.make_jaxpr(jax.grad(global_mean))(ebm.Params()))
+
+    assert program(copy.deepcopy(DEFAULT_ADJOINT)) == program(DEFAULT_ADJOINT)

@@ -14,13 +14,14 @@ from collections.abc import Sequence
 import diffrax
 import equinox as eqx
 import jax.numpy as jnp
+import numpy as np
 from jaxtyping import Array, Bool
 
 from .._model.model import EnergyBalanceModel
 from .._model.parameters import params_checked
 from .._model.params import Params
 from .._results import RESULTS
-from .._steady.equilibrium import DEFAULT_ADJOINT, equilibrium
+from .._steady.equilibrium import equilibrium
 from .._stepping.integrate import integrate
 
 
@@ -78,6 +79,16 @@ def check_through(through: str) -> str:
     return through
 
 
+def check_times(times) -> np.ndarray:
+    """Snapshot times as a NumPy array, increasing and positive (years)."""
+    times = np.asarray(times, float)
+    if times.ndim != 1 or np.any(times <= 0) or np.any(np.diff(times) <= 0):
+        raise ValueError(
+            f"`times` must be increasing and positive (years), got {times}."
+        )
+    return times
+
+
 class ForwardSolution(eqx.Module):
     """What a `ForwardProblem` gives for one parameter set.
 
@@ -113,8 +124,8 @@ class ForwardProblem(eqx.Module):
     - `through`: `"equilibrium"` or `"trajectory"`.
     - `start`: the equilibrium's start (a profile or a name: see
         `ebm.equilibrium`).
-    - `equilibrium_adjoint`: the equilibrium's implicit adjoint (default: that of
-        `ebm.equilibrium`).
+    - `equilibrium_adjoint`: the equilibrium's implicit adjoint (`None`: the one
+        `ebm.equilibrium` picks for the model).
     - `years`: the run's length, years (trajectory only).
     - `times`: the years at which the run is saved (`None`: its end only).
     - `T0`: the run's initial profile (`None`: present day).
@@ -124,7 +135,7 @@ class ForwardProblem(eqx.Module):
     model: EnergyBalanceModel
     through: str = eqx.field(static=True)
     start: object = "present"
-    equilibrium_adjoint: object = DEFAULT_ADJOINT
+    equilibrium_adjoint: object = None
     years: object = None
     times: Array | None = None
     T0: object = None
@@ -136,13 +147,20 @@ class ForwardProblem(eqx.Module):
         # the caller to reject or raise on, so that no check is compiled in.
         with params_checked():
             if self.through == "equilibrium":
+                # No adjoint given, `equilibrium` picks the model's (a direct
+                # tridiagonal solve for ebm's own terms).
+                chosen = (
+                    {}
+                    if self.equilibrium_adjoint is None
+                    else {"adjoint": self.equilibrium_adjoint}
+                )
                 state = equilibrium(
                     params,
                     model=self.model,
                     start=self.start,
-                    adjoint=self.equilibrium_adjoint,
                     throw=False,
                     near_fold=None,
+                    **chosen,
                 )
                 return ForwardSolution(
                     state=state,

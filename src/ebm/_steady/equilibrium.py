@@ -240,7 +240,9 @@ def equilibrium(
         )
     if not isinstance(throw, bool):
         raise TypeError(f"`throw` must be True or False, got {throw!r}.")
-    if adjoint is DEFAULT_ADJOINT:
+    # Equal, not only identical: `eqx.filter_jit` rebuilds the Modules it is given,
+    # so the default arrives as a copy through a caller's compiled function.
+    if eqx.tree_equal(adjoint, DEFAULT_ADJOINT) is True:
         adjoint = default_adjoint(model)
     state = _equilibrium(params, model, T0, solver, adjoint, max_steps, throw)
     if throw:
