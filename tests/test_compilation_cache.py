@@ -306,6 +306,19 @@ def test_the_command_can_be_told_not_to_cache(tmp_path):
     assert not (tmp_path / ".cache").exists()
 
 
+def test_import_starts_no_backend():
+    # The command line and the test run set XLA's flags after `import ebm`, for the
+    # backend to read when it starts: a module-level array (a default model built
+    # with its class) would start it at import, and the flags would be ignored.
+    script = (
+        "import jax._src.xla_bridge as xla_bridge\n"
+        "import ebm\n"
+        "print(bool(xla_bridge._backends))"
+    )
+    run = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True)
+    assert run.stdout.split() == ["False"], run.stderr[-2000:]
+
+
 def test_import_changes_no_jax_configuration_unless_asked(tmp_path):
     script = (
         "import jax; before = jax.config.jax_compilation_cache_dir\n"

@@ -17,6 +17,7 @@ acts.
 
 import functools
 
+import equinox as eqx
 from jaxtyping import PyTree
 
 from .._constants import SECONDS_PER_YEAR
@@ -56,7 +57,9 @@ class DeepOceanModel(AbstractModel):
         `ebm.AbruptCO2()`).
     """
 
-    surface: EnergyBalanceModel = EnergyBalanceModel()
+    # Made per instance: a default built with the class would start JAX's backend
+    # at `import ebm`, before the command line or the tests can set XLA's flags.
+    surface: EnergyBalanceModel = eqx.field(default_factory=EnergyBalanceModel)
     forcing: AbstractScenario = AbruptCO2()
 
     @property
