@@ -155,8 +155,9 @@ def test_the_command_line_takes_it_by_name(capsys):
 def test_the_private_diffrax_pieces_it_needs_are_there():
     # ebm.InterpolatingAdjoint is built from diffrax's own backsolve machinery,
     # which diffrax does not export; pyproject.toml pins diffrax's minor version.
-    # A diffrax that moves or changes these fails here, by name, rather than deep
-    # inside a gradient.
+    # A diffrax that removes them fails at `import ebm` (interpolating.py imports
+    # them by name); one that changes how they are called fails here, by name,
+    # rather than deep inside a gradient.
     import inspect
 
     from diffrax import _adjoint

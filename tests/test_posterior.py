@@ -250,7 +250,6 @@ import jax
 import numpy as np
 jax.config.update("jax_enable_x64", True)
 import ebm
-from ebm._analysis.log_posterior import is_snowball
 from ebm._analysis import derived
 grid = ebm.Grid(18)
 model = ebm.EnergyBalanceModel(grid=grid)

@@ -36,6 +36,7 @@ from .forward import (
     ForwardProblem,
     check_names,
     check_through,
+    check_times,
     from_unconstrained,
     to_unconstrained,
     with_values,
@@ -375,11 +376,7 @@ def _loss_function(
     else:
         if times is None:
             raise ValueError("through='trajectory' needs `times` (years) for `target`.")
-        times = np.asarray(times, float)
-        if times.ndim != 1 or np.any(times <= 0) or np.any(np.diff(times) <= 0):
-            raise ValueError(
-                f"`times` must be increasing and positive (years), got {times}."
-            )
+        times = check_times(times)
         if target.shape != (len(times), n_lat):
             raise ValueError(
                 f"`target` must have shape ({len(times)}, {n_lat}) (times, lat) for "

@@ -24,7 +24,7 @@ from .._model.parameters import Parameter
 from .._model.params import Params
 from .._numerics.implicit import FailedAs, ImplicitAdjoint
 from .._steady.equilibrium import default_adjoint
-from .forward import ForwardProblem, check_through, with_values
+from .forward import ForwardProblem, check_through, check_times, with_values
 from .priors import AbstractPrior
 
 
@@ -217,11 +217,7 @@ def check_observed(observed, through, times, grid) -> dict[str, Array]:
     if through == "trajectory":
         if times is None:
             raise ValueError("through='trajectory' needs `times` (years).")
-        times = np.asarray(times, float)
-        if times.ndim != 1 or np.any(times <= 0) or np.any(np.diff(times) <= 0):
-            raise ValueError(
-                f"`times` must be increasing and positive (years), got {times}."
-            )
+        times = check_times(times)
         prefix = (len(times),)
     shapes = {
         "T": (grid.n_lat,),
