@@ -431,3 +431,10 @@ def test_an_optimizer_named_by_a_string_is_refused(params):
     # It failed inside with "'str' object has no attribute 'init'".
     with pytest.raises(TypeError, match="`optimizer` must be an optax optimizer"):
         fit(params, jnp.zeros(GRID.n_lat), optimizer="adam")
+
+
+def test_a_forward_problem_names_what_it_cannot_solve():
+    from ebm._analysis.forward import ForwardProblem
+
+    with pytest.raises(ValueError, match="`through` must be 'equilibrium' or"):
+        ForwardProblem(ebm.EnergyBalanceModel(GRID), "steady")

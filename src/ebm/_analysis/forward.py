@@ -141,6 +141,9 @@ class ForwardProblem(eqx.Module):
     T0: object = None
     adjoint: object = "recursive"
 
+    def __check_init__(self):
+        check_through(self.through)
+
     def solve(self, params: Params) -> ForwardSolution:
         # The parameters are checked by the entry point before tracing (or map
         # into their ranges by construction); the solve's result is returned, for
