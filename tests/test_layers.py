@@ -168,7 +168,71 @@ def test_a_run_outside_the_series_or_with_foreign_parameters_is_refused():
     with pytest.raises(ValueError, match="`layers` must be an integer >= 2"):
         ebm.NLayerModel(1)
     with pytest.raises(TypeError, match="takes the zonal model .* got TwoLayerModel"):
-        ebm.equilibrium(PARAMS, model=TWO)
+        ebm.periodic_equilibrium(PARAMS, model=TWO)
+
+
+def test_steady_states_of_the_layer_models_and_their_gradients():
+    # Under 4xCO2 every layer ends at F / lambda, whatever the efficacy.
+    state = ebm.equilibrium(PARAMS, model=TWO)
+    forcing = 2.0 * PARAMS.F2x
+    assert state.converged and float(state.residual) < 1e-12
+    for name in ("T", "T_deep"):
+        assert float(state.state[name]) == pytest.approx(
+            float(forcing / PARAMS.feedback), rel=1e-12
+        )
+    assert state.variables == TWO.variables and float(state.t) == 0.0
+    # d/d(feedback) = -F / lambda^2, d/dF2x = 2 / lambda, and no other parameter
+    # moves it; the first also against central differences.
+    gradient = jax.grad(lambda p: ebm.equilibrium(p, model=TWO).global_mean)(PARAMS)
+    lam = float(PARAMS.feedback)
+    assert float(gradient.feedback) == pytest.approx(
+        -float(forcing) / lam**2, rel=1e-10
+    )
+    assert float(gradient.F2x) == pytest.approx(2.0 / lam, rel=1e-10)
+    for name in ("gamma", "C", "C_deep", "efficacy"):
+        assert abs(float(getattr(gradient, name))) < 1e-12
+    h = 1e-6
+    difference = (
+        ebm.equilibrium(replace(PARAMS, "feedback", lam + h), model=TWO).global_mean
+        - ebm.equilibrium(replace(PARAMS, "feedback", lam - h), model=TWO).global_mean
+    ) / (2 * h)
+    assert float(gradient.feedback) == pytest.approx(float(difference), rel=1e-7)
+    # Under doubled CO2, the warming is ebm.ecs, found by another root-find.
+    doubled = ebm.TwoLayerModel(forcing=ebm.AbruptCO2(2.0))
+    assert float(ebm.equilibrium(PARAMS, model=doubled).T) == pytest.approx(
+        float(ebm.ecs(PARAMS, TWO)), rel=1e-12
+    )
+    # Three layers, from a start of one's own.
+    three = ebm.NLayerModel(3, forcing=ebm.AbruptCO2(4.0))
+    params = three.Params()
+    start = {"T": 1.0, "T_deep": jnp.array([0.5, 0.2])}
+    deep = ebm.equilibrium(params, model=three, start=start).state["T_deep"]
+    expected = float(2.0 * params.F2x / params.kappa1)
+    np.testing.assert_allclose(deep, [expected, expected], rtol=1e-12)
+
+
+def test_steady_state_under_a_series_holds_one_year_and_refuses_bad_input():
+    times = jnp.arange(1850.0, 1861.0)
+    model = ebm.TwoLayerModel(forcing=ebm.ForcingSeries(times, jnp.linspace(0, 2, 11)))
+    params = model.Params()
+    state = ebm.equilibrium(params, model=model, t=1855.5)
+    assert float(state.T) == pytest.approx(1.1 / float(params.feedback), rel=1e-12)
+    with pytest.raises(ValueError, match="leaves the forcing series' span"):
+        ebm.equilibrium(params, model=model, t=1900.0)
+    with pytest.raises(ValueError, match="`t` must be a finite number"):
+        ebm.equilibrium(params, model=model, t=float("nan"))
+    with pytest.raises(ValueError, match="`start` must be a state of the model"):
+        ebm.equilibrium(PARAMS, model=TWO, start={"T": 0.0})
+    with pytest.raises(ValueError, match="branches by name are the zonal model's"):
+        ebm.equilibrium(PARAMS, model=TWO, start="warm")
+    with pytest.raises(ValueError, match="`solver` is the zonal model's option"):
+        ebm.equilibrium(
+            PARAMS, model=TWO, solver=ebm.PseudoTransientContinuation(initial_shift=9.0)
+        )
+    with pytest.raises(ValueError, match="`grid` is the zonal model's"):
+        ebm.equilibrium(PARAMS, model=TWO, grid=ebm.Grid(6))
+    with pytest.raises(ValueError, match="takes no `t`"):
+        ebm.equilibrium(ebm.Params(), grid=ebm.Grid(6), t=1.0)
 
 
 def test_a_run_is_written_plotted_and_reported_by_the_command(tmp_path, capsys):
@@ -318,3 +382,33 @@ def test_polar_caps_are_weighted_by_area():
         polar_weights(ebm.Grid(6), 90.0)
     with pytest.raises(TypeError, match="needs a zonal model"):
         ebm.polar_amplification(PARAMS, TWO)
+
+
+def test_zonal_deep_ocean_steady_state_is_a_root_of_the_whole_model():
+    # The deep ocean at the surface's temperature and the surface in the zonal
+    # model's equilibrium under the added forcing: the whole model's own tendency
+    # vanishes there, and the warming under doubled CO2 is ebm.ecs (Newton's
+    # method on the whole model, from the start state).
+    surface = ebm.EnergyBalanceModel(grid=ZONAL_GRID)
+    model = ebm.DeepOceanModel(surface=surface, forcing=ebm.AbruptCO2(2.0))
+    params = model.Params(efficacy=1.3)
+    state = ebm.equilibrium(params, model=model)
+    np.testing.assert_array_equal(state.state["T_deep"], state.state["T"])
+    tendency = model(0.0, state.state, params)
+    assert max(float(jnp.max(jnp.abs(x))) for x in tendency.values()) < 1e-9
+    assert float(state.residual) < 1e-9
+    assert bool(state.surface.stable)
+    start = model.initial_state(params)
+    warming = state.global_mean - model.global_mean(start)
+    assert float(warming) == pytest.approx(float(ebm.ecs(params, model)), rel=1e-8)
+    # d/dF2x against central differences; the deep ocean's gamma does not move it.
+    gradient = jax.grad(lambda p: ebm.equilibrium(p, model=model).global_mean)(params)
+    h = 1e-5
+
+    def mean(F2x):
+        changed = eqx.tree_at(lambda p: p.F2x, params, F2x)
+        return float(ebm.equilibrium(changed, model=model).global_mean)
+
+    difference = (mean(params.F2x + h) - mean(params.F2x - h)) / (2 * h)
+    assert float(gradient.F2x) == pytest.approx(difference, rel=1e-6)
+    assert abs(float(gradient.gamma)) < 1e-12

@@ -166,6 +166,7 @@ from ._steady.seasonal import (
     seasonal_model as seasonal_model,
     seasonal_spinup as seasonal_spinup,
 )
+from ._steady.steady_state import SteadyState as SteadyState
 from ._stepping.checkpoints import (
     AbstractCheckpoint as AbstractCheckpoint,
     BinomialCheckpoint as BinomialCheckpoint,

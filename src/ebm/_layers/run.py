@@ -63,6 +63,25 @@ def check_model_params(params, model: AbstractModel) -> AbstractParams:
     return check_params(params)
 
 
+def check_state(model: AbstractModel, params, y, name: str) -> PyTree:
+    """`y` as a float state of `model` (its start state where `y` is `None`), once
+    it has the structure and shapes of `model.initial_state`."""
+    if y is None:
+        return model.initial_state(params)
+    expected = jax.eval_shape(lambda: model.initial_state(params))
+    got = jax.eval_shape(lambda: jax.tree.map(jnp.asarray, y))
+    if jax.tree.structure(got) != jax.tree.structure(expected) or any(
+        a.shape != b.shape
+        for a, b in zip(jax.tree.leaves(got), jax.tree.leaves(expected))
+    ):
+        raise ValueError(
+            f"`{name}` must be a state of the model, shaped as "
+            f"{jax.tree.map(lambda s: s.shape, expected)}, got "
+            f"{jax.tree.map(lambda s: s.shape, got)}."
+        )
+    return jax.tree.map(lambda x: jnp.asarray(x, dtype=float), y)
+
+
 def default_max_steps(model: AbstractModel, params, years) -> int:
     """A step budget from the model's fastest time scale: 16 times the steps of a
     tenth of it, rounded up to a power of two (at least 4096). Generous, since
@@ -104,21 +123,7 @@ def integrate_model(
     if t0 is None:
         t0 = model.forcing.start
     model.forcing.check_span(float(t0), t0 + years)
-    if y0 is None:
-        y0 = model.initial_state(params)
-    else:
-        expected = jax.eval_shape(lambda: model.initial_state(params))
-        got = jax.eval_shape(lambda: jax.tree.map(jnp.asarray, y0))
-        if jax.tree.structure(got) != jax.tree.structure(expected) or any(
-            a.shape != b.shape
-            for a, b in zip(jax.tree.leaves(got), jax.tree.leaves(expected))
-        ):
-            raise ValueError(
-                f"`y0` must be a state of the model, shaped as "
-                f"{jax.tree.map(lambda s: s.shape, expected)}, got "
-                f"{jax.tree.map(lambda s: s.shape, got)}."
-            )
-        y0 = jax.tree.map(lambda x: jnp.asarray(x, dtype=float), y0)
+    y0 = check_state(model, params, y0, "y0")
     adjoint = resolve_adjoint(adjoint)
     if solver is None:
         solver = model.default_solver()

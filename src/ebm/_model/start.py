@@ -85,9 +85,9 @@ def resolve_model(model: EnergyBalanceModel | None, grid: Grid | None):
     if not isinstance(model, EnergyBalanceModel):
         raise TypeError(
             "This entry point takes the zonal model (an ebm.EnergyBalanceModel), got "
-            f"{type(model).__name__}. The ocean-layer models run under ebm.integrate "
-            "and ebm.ensemble, with ebm.ecs, ebm.tcr and ebm.gregory (see "
-            "docs/hierarchy.md)."
+            f"{type(model).__name__}. The other models of the protocol run under "
+            "ebm.integrate, ebm.equilibrium and ebm.ensemble, with ebm.ecs, ebm.tcr "
+            "and ebm.gregory (see docs/hierarchy.md)."
         )
     if grid is not None and grid != model.grid:
         raise ValueError(

@@ -48,6 +48,7 @@ from .._model.model import (
 )
 from .._model.parameters import check_params
 from .._model.params import Params
+from .._model.protocol import AbstractModel
 from .._model.start import initial_profile, resolve_model
 from .._numerics.implicit import ImplicitAdjoint
 from .._numerics.pseudo_transient import PseudoTransientContinuation
@@ -166,26 +167,39 @@ def equilibrium(
     params: Params,
     *,
     grid: Grid | None = None,
-    model: EnergyBalanceModel | None = None,
+    model: AbstractModel | None = None,
     start="present",
     solver: optx.AbstractRootFinder = PseudoTransientContinuation(),
     adjoint: optx.AbstractAdjoint = DEFAULT_ADJOINT,
     max_steps: int = 256,
     near_fold: float | None = 1e-2,
     throw: bool = True,
-) -> Equilibrium:
+    t: float | None = None,
+):
     """The stable equilibrium reached from `start`, found by a root-find.
 
     **Arguments:**
 
-    - `params`: the physical parameters.
+    - `params`: the physical parameters (`model.Params` for a model other than the
+        zonal one).
     - `grid`: the latitude grid (default `ebm.Grid()`, 60 cells). Give `grid` or
         `model`, not both.
-    - `model`: an `ebm.EnergyBalanceModel`, for swapped physical terms.
+    - `model`: an `ebm.EnergyBalanceModel`, for swapped physical terms; or any
+        model of the protocol (`ebm.TwoLayerModel`, `ebm.NLayerModel`,
+        `ebm.DeepOceanModel`, one of your own), whose steady state under the
+        forcing of time `t` is returned as an `ebm.SteadyState` (see
+        docs/hierarchy.md).
     - `start`: which branch: `"present"` (default; climlab's initial profile, polar
         ice), `"warm"` (ice-free), `"cold"` (snowball), or a profile of shape
         `(n_lat,)`. The result is the stable state that a long `ebm.integrate` from
-        the same start reaches.
+        the same start reaches. For another model of the protocol, a state of it
+        (default its `initial_state`); for `ebm.DeepOceanModel`, the surface's
+        branch as above.
+    - `t`: for a model with a forcing scenario, the time (years, on the
+        scenario's clock) whose forcing is held (default the scenario's start:
+        the k x CO2 steady state of `ebm.AbruptCO2(k)`, the pre-industrial one of
+        `ebm.OnePercentCO2()`). The zonal model's forcing is its `forcing`
+        parameter, and it takes no `t`.
     - `solver`: the root-finder (default `ebm.PseudoTransientContinuation()`, which
         follows the model's dynamics from `start` and accepts only stable roots), or
         any `optimistix.AbstractRootFinder` (e.g. `optx.Newton`); a root it finds
@@ -224,6 +238,15 @@ def equilibrium(
     """
     check_count("max_steps", max_steps, 1)
     check_threshold("near_fold", near_fold, optional=True)
+    if isinstance(model, AbstractModel) and not isinstance(model, EnergyBalanceModel):
+        return _protocol_equilibrium(
+            params, model, grid, start, solver, adjoint, max_steps, near_fold, throw, t
+        )
+    if t is not None:
+        raise ValueError(
+            "`t` chooses the time of a forcing scenario; the zonal model's forcing is "
+            f"its `forcing` parameter (W m-2), and it takes no `t` (got t={t!r})."
+        )
     model = resolve_model(model, grid)
     params = check_params(params)
     # Checked here, not inside jit, so that a bad start is a ValueError at once.
@@ -257,6 +280,50 @@ def equilibrium(
             if message is not None:
                 warnings.warn(message, NearFoldWarning, stacklevel=2)
     return state
+
+
+def _protocol_equilibrium(
+    params, model, grid, start, solver, adjoint, max_steps, near_fold, throw, t
+):
+    from .._layers.deep_ocean import DeepOceanModel
+    from .steady_state import model_equilibrium
+
+    if grid is not None:
+        raise ValueError(
+            "`grid` is the zonal model's; a model of the protocol carries its own "
+            f"(got grid={grid} and {type(model).__name__})."
+        )
+    chosen = {
+        "solver": eqx.tree_equal(solver, PseudoTransientContinuation()) is not True,
+        "adjoint": eqx.tree_equal(adjoint, DEFAULT_ADJOINT) is not True,
+    }
+    for name, given in chosen.items():
+        if given:
+            raise ValueError(
+                f"`{name}` is the zonal model's option: the steady state of "
+                f"{type(model).__name__} is found by Newton's method (the surface "
+                "equilibrium's defaults for ebm.DeepOceanModel) and differentiated "
+                "implicitly."
+            )
+    if not isinstance(throw, bool):
+        raise TypeError(f"`throw` must be True or False, got {throw!r}.")
+    if isinstance(start, str) and not isinstance(model, DeepOceanModel):
+        if start != "present":
+            raise ValueError(
+                f"`start` for {type(model).__name__} is a state of the model (default "
+                f"its initial state); the branches by name are the zonal model's, got "
+                f"{start!r}."
+            )
+        start = None
+    return model_equilibrium(
+        params,
+        model,
+        start=start,
+        t=t,
+        max_steps=max_steps,
+        near_fold=near_fold,
+        throw=throw,
+    )
 
 
 @eqx.filter_jit

@@ -1,0 +1,172 @@
+r"""`ebm.equilibrium` for a model of the protocol other than the zonal one: the
+steady state of its tendency under the forcing of one time, held constant.
+
+For a state $y$ and the model's tendency $f(t, y; \theta)$ (per year), the steady
+state under the forcing of time $t$ is the root $f(t, y^*; \theta) = 0$:
+
+- the ocean-layer models (`ebm.TwoLayerModel`, `ebm.NLayerModel`, and any model of
+    the protocol) are solved by Newton's method on the tendency from the start state,
+    with the Jacobian as the model gives it (`model.jacobian`, a small dense
+    operator), and differentiated implicitly:
+    $\partial y^*/\partial\theta = -J^{-1}\,\partial f/\partial\theta$. For the
+    layer models the tendency is linear and every layer ends at $F(t)/\lambda$;
+- the zonal model over a deep ocean (`ebm.DeepOceanModel`) has the deep ocean at the
+    surface's temperature in every cell, so that nothing is exchanged, and the
+    surface in the zonal model's own equilibrium with the scenario's forcing added
+    to its `forcing` parameter: `ebm.equilibrium` of the surface model, with its
+    branches, its stability check, its fold diagnostics and its implicit
+    derivative (the deep ocean's `gamma`, `C_deep` and `efficacy` do not move it).
+"""
+
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+import optimistix as optx
+from jaxtyping import Array, Bool, Int, PyTree
+
+from .._custom_types import Scalar
+from .._layers.run import check_model_params, check_state
+from .._model.protocol import AbstractModel, Variable, state_arrays
+from .._results import (
+    RESULTS,
+    nan_unless_successful,
+    raise_if_failed,
+    with_result_names,
+)
+from .equilibrium import Equilibrium
+
+
+class SteadyState(eqx.Module):
+    """A steady state of a model of the protocol other than the zonal one (the
+    result of `ebm.equilibrium` for it).
+
+    **Attributes:**
+
+    - `state`: the steady state, `{name: array}` (see `variables`).
+    - `T`: its surface temperature (`model.surface_temperature`).
+    - `global_mean`: its global-mean surface temperature.
+    - `t`: the time whose forcing is held, years on the forcing's clock.
+    - `residual`: the largest absolute tendency at `state`, per year (K per year
+        for temperatures).
+    - `surface`: for `ebm.DeepOceanModel`, the surface model's `ebm.Equilibrium`
+        (its ice edges, leading eigenvalue and condition number); `None` otherwise.
+    - `variables`: the model's declared variables.
+    - `result`: an `ebm.RESULTS`; `RESULTS.successful` when converged.
+    - `num_steps`: root-finder iterations taken.
+    """
+
+    state: dict[str, Array]
+    T: Array
+    global_mean: Scalar
+    t: Scalar
+    residual: Scalar
+    surface: Equilibrium | None
+    variables: tuple[Variable, ...] = eqx.field(static=True)
+    result: RESULTS
+    num_steps: Int[Array, ""]
+
+    def __repr__(self) -> str:
+        return with_result_names(self)
+
+    @property
+    def converged(self) -> Bool[Array, ""]:
+        """Whether the root-find succeeded."""
+        return self.result == RESULTS.successful
+
+
+def _forcing_time(model: AbstractModel, t) -> float:
+    """`t`, or the start of the model's forcing scenario (0 without one), once the
+    scenario covers it."""
+    scenario = getattr(model, "forcing", None)
+    if t is None:
+        return 0.0 if scenario is None else float(scenario.start)
+    if isinstance(t, bool) or not isinstance(t, (int, float)) or not jnp.isfinite(t):
+        raise ValueError(f"`t` must be a finite number of years, got {t!r}.")
+    if scenario is not None:
+        scenario.check_span(float(t), float(t))
+    return float(t)
+
+
+def model_equilibrium(
+    params,
+    model: AbstractModel,
+    *,
+    start=None,
+    t=None,
+    max_steps: int,
+    near_fold,
+    throw: bool,
+) -> SteadyState:
+    """`ebm.equilibrium` for `model` (see the module docstring and
+    `ebm.equilibrium`)."""
+    from .._layers.deep_ocean import DeepOceanModel
+    from .equilibrium import equilibrium
+
+    params = check_model_params(params, model)
+    t = _forcing_time(model, t)
+    if isinstance(model, DeepOceanModel):
+        surface_params = model.surface_params(params)
+        if "forcing" not in type(surface_params).field_names():
+            raise TypeError(
+                "The steady state of ebm.DeepOceanModel adds the scenario's forcing "
+                "to its surface model's `forcing` parameter, and this surface model "
+                "has none: give it an ebm.UniformForcing term."
+            )
+        added = surface_params.forcing + model.forcing(t, params)
+        surface_params = eqx.tree_at(lambda p: p.forcing, surface_params, added)
+        if isinstance(start, dict):
+            start = start["T"]
+        surface = equilibrium(
+            surface_params,
+            model=model.surface,
+            start="present" if start is None else start,
+            max_steps=max_steps,
+            near_fold=near_fold,
+            throw=throw,
+        )
+        state = {"T": surface.T, "T_deep": surface.T}
+        return _steady_state(
+            model, params, state, t, surface, surface.result, surface.num_steps
+        )
+    y0 = check_state(model, params, start, "start")
+    state, result, num_steps = _root(model, params, y0, jnp.asarray(t), max_steps)
+    if not throw:
+        state = nan_unless_successful(result, state, params)
+    steady = _steady_state(model, params, state, t, None, result, num_steps)
+    return raise_if_failed(steady, result) if throw else steady
+
+
+@eqx.filter_jit
+def _root(model, params, y0, t, max_steps):
+    solution = optx.root_find(
+        lambda y, params: model(t, y, params),
+        optx.Newton(rtol=1e-12, atol=1e-12),
+        y0,
+        params,
+        max_steps=max_steps,
+        adjoint=optx.ImplicitAdjoint(),
+        throw=False,
+    )
+    return (
+        solution.value,
+        RESULTS.promote(solution.result),
+        solution.stats["num_steps"],
+    )
+
+
+def _steady_state(model, params, state: PyTree, t, surface, result, num_steps):
+    tendency = model(t, state, params)
+    residual = jnp.max(
+        jnp.stack([jnp.max(jnp.abs(x)) for x in jax.tree.leaves(tendency)])
+    )
+    return SteadyState(
+        state=state_arrays(model, state),
+        T=model.surface_temperature(state),
+        global_mean=model.global_mean(state),
+        t=jnp.asarray(t, dtype=float),
+        residual=jax.lax.stop_gradient(residual),
+        surface=surface,
+        variables=model.variables,
+        result=result,
+        num_steps=num_steps,
+    )
