@@ -363,6 +363,35 @@ def test_zonal_deep_ocean_with_ice_conserves_energy():
     assert "lat_bnds" in dataset
 
 
+def test_the_command_runs_the_zonal_model_over_a_deep_ocean(tmp_path, capsys):
+    import json
+
+    import xarray as xr
+
+    from ebm._cli.main import main
+
+    argv = ["transient", "--model", "zonal-deep-ocean", "--n-lat", "6", "--json"]
+    argv += ["--efficacy", "1.3", "--scenario", "abrupt-4xCO2", "--years", "20"]
+    argv += ["--plot", str(tmp_path / "z.png"), "--netcdf", str(tmp_path / "z.nc")]
+    assert main(argv) == 0
+    report = json.loads(capsys.readouterr().out)
+    model = ebm.DeepOceanModel(surface=ebm.EnergyBalanceModel(grid=ZONAL_GRID))
+    params = model.Params(efficacy=1.3)
+    assert report["polar_amplification"] == pytest.approx(
+        float(ebm.polar_amplification(params, model)), rel=1e-12
+    )
+    assert report["polar_amplification"] > 1.1
+    assert report["d_tcr_d"]["gamma"] < 0.0 and report["n_lat"] == 6
+    # The run's file: both variables on latitudes, saved every year.
+    with xr.open_dataset(tmp_path / "z.nc") as saved:
+        assert saved["T_deep_history"].dims == ("time", "lat")
+        assert saved.sizes["time"] == 21
+    # One panel per variable on latitudes: the change against time and latitude.
+    assert (tmp_path / "z.png").stat().st_size > 10_000
+    assert main(["transient", "--n-lat", "6"]) == 2
+    assert "--n-lat is the zonal model's" in capsys.readouterr().err
+
+
 def test_polar_caps_are_weighted_by_area():
     from ebm._layers.metrics import polar_weights
 

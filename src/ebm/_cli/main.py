@@ -10,9 +10,10 @@
 - `ebm sensitivity`: the forward-mode Jacobian of an output; plots the profiles.
 - `ebm hysteresis`: the branch of equilibria in a parameter, with its folds.
 - `ebm seasonal`: the seasonal cycle (periodic steady state); Hovmoller plot.
-- `ebm transient`: a global ocean-layer model (`--model two-layer`/`three-layer`)
-    under a CMIP experiment (`--scenario 1pctCO2`); its ECS, TCR, effective
-    sensitivity and the gradient of TCR; plots each layer against time.
+- `ebm transient`: an ocean-layer model (`--model two-layer`/`three-layer`/
+    `zonal-deep-ocean`) under a CMIP experiment (`--scenario 1pctCO2`); its ECS,
+    TCR, effective sensitivity and the gradient of TCR (and the zonal model's polar
+    amplification); plots each variable against time.
 - `ebm memory`: memory and time of reverse mode under each checkpoint schedule.
 - `ebm cache`: where the compiled programs are kept; `--clear` removes them.
 

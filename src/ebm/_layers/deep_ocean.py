@@ -33,7 +33,7 @@ _DEEP = tuple(p for p in PARAMETERS if p.name in ("gamma", "C_deep", "efficacy",
 
 
 @functools.cache
-def _params_of(surface: type[AbstractParams]) -> type[AbstractParams]:
+def params_of(surface: type[AbstractParams]) -> type[AbstractParams]:
     return params_class(
         "DeepOcean" + surface.__name__,
         _DEEP,
@@ -71,7 +71,7 @@ class DeepOceanModel(AbstractModel):
 
     @property
     def Params(self) -> type[AbstractParams]:
-        return _params_of(self.surface.Params)
+        return params_of(self.surface.Params)
 
     def surface_params(self, params: AbstractParams) -> AbstractParams:
         """The surface model's parameters among `params`."""
