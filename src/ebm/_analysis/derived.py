@@ -7,18 +7,28 @@ from collections.abc import Mapping
 
 import equinox as eqx
 import jax
+import jax.numpy as jnp
 from jaxtyping import Array
 
 from .._model.model import EnergyBalanceModel
 from .._model.parameters import params_checked
 from .._model.params import Params
+from .._model.protocol import AbstractModel
+from .._model.start import model_grid
+from .._results import RESULTS
 from .._steady.continuation import Fold, fold
 from .._steady.equilibrium import equilibrium
 from .forward import with_values
 
 
-DERIVED = ("ecs", "snowball_S0")
+DERIVED = ("ecs", "snowball_S0", "tcr")
 """The derived quantities known by name."""
+
+ZONAL_DERIVED = ("ecs", "snowball_S0")
+"""Those of the zonal model."""
+
+PROTOCOL_DERIVED = ("ecs", "tcr")
+"""Those of the other models of the protocol (`ebm.ecs`, `ebm.tcr`)."""
 
 CO2_DOUBLING = 3.7
 """The radiative forcing of doubled CO2, W m-2 (Myhre et al. 1998, rounded)."""
@@ -34,6 +44,18 @@ DERIVED_ATTRS = {
         "units": "W m-2",
         "long_name": "solar constant of the snowball fold",
     },
+    "tcr": {
+        "units": "K",
+        "long_name": "transient climate response (mean warming over years 61-80 of "
+        "1pctCO2)",
+    },
+}
+# A model of the protocol's ECS is its own (for its F2x), not for 3.7 W m-2.
+PROTOCOL_ATTRS = DERIVED_ATTRS | {
+    "ecs": {
+        "units": "K",
+        "long_name": "equilibrium climate sensitivity (steady warming for F2x)",
+    }
 }
 
 
@@ -67,12 +89,36 @@ class SnowballFold(eqx.Module):
         return fold(params, "S0", guess=self.guess, model=self.model, throw=False).value
 
 
+class LayerMetric(eqx.Module):
+    """`params -> ` `ebm.ecs` or `ebm.tcr` of a model of the protocol, K (NaN
+    where its solve fails)."""
+
+    model: AbstractModel
+    name: str = eqx.field(static=True)
+
+    def __call__(self, params):
+        from .._layers.metrics import _ecs, _integrals_jit, _scenario
+        from .._layers.scenarios import AbruptCO2, OnePercentCO2
+
+        if self.name == "ecs":
+            value, result = _ecs(_scenario(self.model, AbruptCO2(2.0)), params)
+        else:
+            model = _scenario(self.model, OnePercentCO2())
+            ts = jnp.array([60.0, 80.0])
+            integrals, result = _integrals_jit(model, params, ts, 2**14)
+            value = (integrals[1, 0] - integrals[0, 0]) / 20.0
+        return jnp.where(result == RESULTS.successful, value, jnp.nan)
+
+
 def derive(derived, draws, log_posterior, model, params, start, reference):
     if not derived:
         return {}
     functions = {}
+    zonal = isinstance(model, EnergyBalanceModel)
     for name, fn in derived.items():
-        if fn == "ecs":
+        if fn in PROTOCOL_DERIVED and not zonal:
+            fn = LayerMetric(model, fn)
+        elif fn == "ecs":
             fn = ClimateSensitivity(model, log_posterior.start)
         elif fn == "snowball_S0":
             guess = fold(params, "S0", stop=params.S0 - 400.0, model=model, start=start)
@@ -84,12 +130,12 @@ def derive(derived, draws, log_posterior, model, params, start, reference):
         if name in log_posterior.parameters
     }
     shape = next(iter(draws.values())).shape[:2]
+    grid = model_grid(model)
+    cells = 1 if grid is None else grid.n_lat
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", category=RuntimeWarning)
         return {
-            name: map_draws(fn, log_posterior.params, flat, model.grid.n_lat).reshape(
-                shape
-            )
+            name: map_draws(fn, log_posterior.params, flat, cells).reshape(shape)
             for name, fn in functions.items()
         }
 
@@ -100,6 +146,8 @@ MAP_BATCH_CELLS = 8192
 
 @eqx.filter_jit
 def map_draws(fn, params, flat, n_lat: int):
+    """`fn` of each draw in `flat` (`{name: values}`), in batches of about
+    `MAP_BATCH_CELLS // n_lat` draws (`n_lat` 1 for a global model)."""
     # One vmap over thousands of draws of a chain of equilibria (as "ecs" is) can
     # wedge XLA's CPU runtime: the program idles, never returning. Batches of about
     # `MAP_BATCH_CELLS` draws x cells, one after the other, do not.
@@ -112,18 +160,20 @@ def map_draws(fn, params, flat, n_lat: int):
         )
 
 
-def check_derived(derived) -> dict:
+def check_derived(derived, model) -> dict:
     if isinstance(derived, str):
         derived = (derived,)
     if isinstance(derived, Mapping):
         result = dict(derived)
     else:
         result = {name: name for name in derived}
+    zonal = isinstance(model, EnergyBalanceModel)
+    known = ZONAL_DERIVED if zonal else PROTOCOL_DERIVED
     for name, fn in result.items():
-        if isinstance(fn, str) and fn not in DERIVED:
+        if isinstance(fn, str) and fn not in known:
             raise ValueError(
-                f"`derived` names {fn!r}; known names are {DERIVED}, or give "
-                "`{name: fn}` with `fn(params) -> scalar`."
+                f"`derived` names {fn!r}; known names for {type(model).__name__} "
+                f"are {known}, or give `{{name: fn}}` with `fn(params) -> scalar`."
             )
         if not isinstance(fn, str) and not callable(fn):
             raise ValueError(f"`derived[{name!r}]` must be callable, got {fn!r}.")

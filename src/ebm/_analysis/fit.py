@@ -28,10 +28,10 @@ from jaxtyping import Array
 from .._checks import check_count
 from .._model.grid import Grid
 from .._model.model import EnergyBalanceModel
-from .._model.parameters import check_params
 from .._model.params import Params
+from .._model.start import model_grid
 from .._progress import HostProgress
-from .._steady.equilibrium import initial_profile, resolve_model
+from .._steady.equilibrium import initial_profile
 from .forward import (
     ForwardProblem,
     check_names,
@@ -41,6 +41,8 @@ from .forward import (
     to_unconstrained,
     with_values,
 )
+from .log_posterior import observable_shapes
+from .sensitivity import resolve
 
 
 # One instance, so that repeated fits reuse the compiled step: an optax optimizer's
@@ -68,9 +70,11 @@ class FitResult(eqx.Module):
     num_steps: int
 
 
-def misfit(T, target, grid: Grid):
-    """Area-weighted mean squared difference, K^2 (over the last axis, then mean)."""
-    return jnp.mean(grid.global_mean((T - target) ** 2))
+def misfit(T, target, grid: Grid | None):
+    """Area-weighted mean squared difference, K^2 (over the last axis, then mean;
+    the plain mean for a global model, `grid` `None`)."""
+    squares = (T - target) ** 2
+    return jnp.mean(squares if grid is None else grid.global_mean(squares))
 
 
 def fit(
@@ -96,14 +100,20 @@ def fit(
 
     - `params`: the starting parameters (and the values of the fields not fitted).
     - `target`: degC; for `through="equilibrium"` a profile of shape `(n_lat,)`, for
-        `through="trajectory"` snapshots of shape `(len(times), n_lat)`.
+        `through="trajectory"` snapshots of shape `(len(times), n_lat)`. For a model
+        of the protocol other than the zonal one, its surface temperature (of the
+        shape `model.surface_temperature` gives: `()` for a global model), and
+        snapshots of it.
     - `fit`: the `Params` fields to fit (default `("D",)`).
     - `through`: `"equilibrium"` (misfit of `ebm.equilibrium(params).T`, implicit
         gradients) or `"trajectory"` (misfit of `ebm.integrate` at `times`, from
         `T0`, gradients under `adjoint`).
-    - `times`: years of the snapshots, increasing, > 0 (trajectory only).
+    - `times`: years of the snapshots, increasing, > 0 (trajectory only; for a
+        model with a forcing scenario, on its clock and after its start:
+        calendar years for an `ebm.ForcingSeries`).
     - `T0`: initial profile of the run (trajectory only; default `"present"`).
-    - `grid`, `model`: as for `ebm.equilibrium`.
+    - `grid`, `model`: as for `ebm.equilibrium` (any model of the protocol, with
+        `params` its `model.Params`).
     - `start`: the equilibrium's start (equilibrium only).
     - `adjoint`: `integrate`'s adjoint for the trajectory's gradient.
     - `optimizer`: an optax optimizer (default `optax.adam(0.05)`);
@@ -132,16 +142,16 @@ def fit(
     - `RuntimeError`: when the model fails to converge at an iterate (the message
         names the parameter values).
     """
-    params = check_params(params)
+    params, model = resolve(params, model, grid)
     names = check_names(fit, "fit", type(params))
     check_count("steps", steps, 1)
-    model = resolve_model(model, grid)
-    grid = model.grid
     target = _check_target(target)
     loss_fn = _loss_function(
         params, target, names, through, times, T0, model, start, adjoint
     )
-    _check_fitted_parameters_enter(params, names, through, times, T0, model, start)
+    zonal = isinstance(model, EnergyBalanceModel)
+    if zonal:
+        _check_fitted_parameters_enter(params, names, through, times, T0, model, start)
     if optimizer is None:
         optimizer = _DEFAULT_OPTIMIZER
     elif not isinstance(optimizer, optax.GradientTransformation):
@@ -161,11 +171,13 @@ def fit(
     with HostProgress(progress, steps, "step") as meter:
         for step in range(steps):
             try:
-                new_coordinates, new_state, loss, norm = _fit_step(
+                new_coordinates, new_state, loss, norm, gradient = _fit_step(
                     loss_fn, optimizer, coordinates, state
                 )
             except eqx.EquinoxRuntimeError as error:
                 raise _failed(step, names, coordinates, type(params)) from error
+            if step == 0 and not zonal:
+                _check_gradient_moves(gradient, loss, names, model)
             history.append(float(loss))
             meter.step(
                 step + 1, f"loss {float(loss):.3e} K^2, |grad| {float(norm):.2e}"
@@ -357,40 +369,69 @@ class _Loss(eqx.Module):
         # An unconverged solve is an infinite loss, so that a line search backs off
         # instead of the fit stopping; no derivative flows through it.
         T = jnp.where(converged, T, jax.lax.stop_gradient(T))
-        grid = self.problem.model.grid
+        grid = model_grid(self.problem.model)
         return jnp.where(converged, misfit(T, self.target, grid), jnp.inf)
 
 
 def _loss_function(
     params, target, names, through, times, T0, model, start, adjoint
 ) -> _Loss:
-    n_lat = model.grid.n_lat
     check_through(through)
+    shape = observable_shapes(model, params)["T"]
+    # A run starts at its forcing's start (calendar years for a series).
+    scenario = getattr(model, "forcing", None)
+    zonal = isinstance(model, EnergyBalanceModel)
+    t0 = 0.0 if zonal or scenario is None else float(scenario.start)
     if through == "equilibrium":
-        if target.shape != (n_lat,):
+        if target.shape != shape:
             raise ValueError(
-                f"`target` must be a profile of shape ({n_lat},) for "
-                f"through='equilibrium', got shape {target.shape}."
+                f"`target` must have the shape {shape} of the surface temperature "
+                f"for through='equilibrium', got shape {target.shape}."
             )
         problem = ForwardProblem(model, through, start=start)
     else:
         if times is None:
             raise ValueError("through='trajectory' needs `times` (years) for `target`.")
-        times = check_times(times)
-        if target.shape != (len(times), n_lat):
+        times = check_times(times, t0)
+        if target.shape != (len(times), *shape):
             raise ValueError(
-                f"`target` must have shape ({len(times)}, {n_lat}) (times, lat) for "
-                f"through='trajectory', got shape {target.shape}."
+                f"`target` must have shape {(len(times), *shape)} (times, then the "
+                f"surface temperature's) for through='trajectory', got shape "
+                f"{target.shape}."
             )
         problem = ForwardProblem(
             model,
             through,
-            years=float(times[-1]),
+            years=float(times[-1]) - t0,
             times=jnp.asarray(times),
             T0=T0,
             adjoint=adjoint,
         )
     return _Loss(params, target, names, problem)
+
+
+def _check_gradient_moves(gradient, loss, names, model) -> None:
+    """For a model of the protocol, at the first step: refuse a fitted parameter
+    that the solve does not depend on, whose gradient is zero to rounding (below
+    `1e-9` of the loss per unit of its optimiser coordinate: for a log coordinate,
+    a relative change of the parameter), on which the fit would stop at once. (The
+    steady state of the layer models, for instance, does not move with their heat
+    capacities, `gamma` or the efficacy; its implicit derivative is zero only to
+    rounding.)"""
+    loss = float(loss)
+    if not loss > 0.0:
+        return
+    unused = [
+        name
+        for name in names
+        if np.all(np.abs(np.asarray(gradient[name])) <= 1e-9 * loss)
+    ]
+    if unused:
+        raise ValueError(
+            f"`fit` names {', '.join(f'`{name}`' for name in unused)}, which "
+            f"{type(model).__name__}'s solve does not depend on: its gradient at "
+            "the start is zero to rounding, and the fit would stop at once."
+        )
 
 
 def _strongly_typed(leaf):
@@ -411,4 +452,4 @@ def _fit_step(loss: _Loss, optimizer: optax.GradientTransformation, coordinates,
             gradient, state, coordinates, value=value, grad=gradient, value_fn=loss
         )
     norm = optax.tree.norm(gradient)
-    return optax.apply_updates(coordinates, updates), state, value, norm
+    return optax.apply_updates(coordinates, updates), state, value, norm, gradient

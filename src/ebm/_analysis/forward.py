@@ -17,11 +17,11 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, Bool
 
-from .._model.model import EnergyBalanceModel
 from .._model.parameters import params_checked
 from .._model.params import Params
+from .._model.protocol import AbstractModel
 from .._results import RESULTS
-from .._steady.equilibrium import equilibrium
+from .._steady.equilibrium import Equilibrium, equilibrium
 from .._stepping.integrate import integrate
 
 
@@ -79,12 +79,14 @@ def check_through(through: str) -> str:
     return through
 
 
-def check_times(times) -> np.ndarray:
-    """Snapshot times as a NumPy array, increasing and positive (years)."""
+def check_times(times, start: float = 0.0) -> np.ndarray:
+    """Snapshot times as a NumPy array, increasing and after `start` (years: the
+    start of the run, on the forcing's clock)."""
     times = np.asarray(times, float)
-    if times.ndim != 1 or np.any(times <= 0) or np.any(np.diff(times) <= 0):
+    if times.ndim != 1 or np.any(times <= start) or np.any(np.diff(times) <= 0):
+        after = "positive" if start == 0.0 else f"after the run's start, {start:g}"
         raise ValueError(
-            f"`times` must be increasing and positive (years), got {times}."
+            f"`times` must be increasing and {after} (years), got {times}."
         )
     return times
 
@@ -94,14 +96,17 @@ class ForwardSolution(eqx.Module):
 
     **Attributes:**
 
-    - `state`: the `ebm.Equilibrium`, or the `ebm.Trajectory` of the run.
-    - `T`: the equilibrium profile (degC), or the run's saved profiles
-        `(len(times), n_lat)` (its last one where no `times` are given).
+    - `state`: the `ebm.Equilibrium` (`ebm.SteadyState` for another model of the
+        protocol), or the `ebm.Trajectory` (`ebm.Run`) of the run.
+    - `T`: the equilibrium's surface temperature (the zonal model's profile,
+        degC), or the run's at the saved times (`(len(times), n_lat)` for the
+        zonal model; its last one where no `times` are given).
     - `ok`: whether the solve succeeded (a root-find that converged; a run that
         reached its end).
     - `result`: the solve's `ebm.RESULTS`.
-    - `diagnostics`: the equilibrium's `(leading_eigenvalue, condition_number)`,
-        to warn near a fold; `None` for a run.
+    - `diagnostics`: the zonal equilibrium's `(leading_eigenvalue,
+        condition_number)` (the surface's for `ebm.DeepOceanModel`), to warn near a
+        fold; `None` for a run and for the global models.
     """
 
     state: object
@@ -120,7 +125,7 @@ class ForwardProblem(eqx.Module):
 
     **Attributes:**
 
-    - `model`: the `ebm.EnergyBalanceModel`.
+    - `model`: the `ebm.EnergyBalanceModel`, or any model of the protocol.
     - `through`: `"equilibrium"` or `"trajectory"`.
     - `start`: the equilibrium's start (a profile or a name: see
         `ebm.equilibrium`).
@@ -132,7 +137,7 @@ class ForwardProblem(eqx.Module):
     - `adjoint`: the run's adjoint (a name or a `diffrax.AbstractAdjoint`).
     """
 
-    model: EnergyBalanceModel
+    model: AbstractModel
     through: str = eqx.field(static=True)
     start: object = "present"
     equilibrium_adjoint: object = None
@@ -165,12 +170,17 @@ class ForwardProblem(eqx.Module):
                     near_fold=None,
                     **chosen,
                 )
+                zonal = getattr(state, "surface", state)
                 return ForwardSolution(
                     state=state,
                     T=state.T,
                     ok=state.converged,
                     result=state.result,
-                    diagnostics=(state.leading_eigenvalue, state.condition_number),
+                    diagnostics=(
+                        (zonal.leading_eigenvalue, zonal.condition_number)
+                        if isinstance(zonal, Equilibrium)
+                        else None
+                    ),
                 )
             saveat = (
                 diffrax.SaveAt(t1=True)

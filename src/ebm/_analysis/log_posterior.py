@@ -22,8 +22,10 @@ from jaxtyping import Array
 from .._model.model import EnergyBalanceModel
 from .._model.parameters import Parameter
 from .._model.params import Params
+from .._model.protocol import AbstractModel
+from .._model.start import model_grid
 from .._numerics.implicit import FailedAs, ImplicitAdjoint
-from .._steady.equilibrium import default_adjoint
+from .._steady.equilibrium import Equilibrium, default_adjoint
 from .forward import ForwardProblem, check_through, check_times, with_values
 from .priors import AbstractPrior
 
@@ -32,12 +34,18 @@ OBSERVABLES = ("T", "global_mean", "ice_edge", "ice_edge_south", "heat_transport
 """The outputs that can be observed."""
 
 
-def observe(model: EnergyBalanceModel, params, T, output: str):
-    """`output` of the profile(s) `T` (`(..., n_lat)`)."""
+# Of the models other than the zonal one.
+PROTOCOL_OBSERVABLES = ("T", "global_mean")
+
+
+def observe(model: AbstractModel, params, T, output: str):
+    """`output` of the surface temperature(s) `T` (the zonal model's profiles,
+    `(..., n_lat)`; a global model's surface temperature is its global mean)."""
     if output == "T":
         return T
     if output == "global_mean":
-        return model.grid.global_mean(T)
+        grid = model_grid(model)
+        return T if grid is None else grid.global_mean(T)
     fn = {
         "ice_edge": model.ice_edge,
         "ice_edge_south": lambda T, params: model.ice_edge(T, params, "south"),
@@ -97,7 +105,7 @@ class LogPosterior(eqx.Module):
     """Whether the observed branch is the snowball."""
 
     @property
-    def model(self) -> EnergyBalanceModel:
+    def model(self) -> AbstractModel:
         return self.problem.model
 
     @property
@@ -139,8 +147,10 @@ class LogPosterior(eqx.Module):
         whether they are valid (a solve that succeeded, on the observed branch)."""
         solution = self.problem.solve(params)
         ok = solution.ok
-        if self.through == "equilibrium":
-            ok = ok & (is_snowball(solution.state.ice_edge) == self.regime)
+        # The zonal equilibrium (the surface's, over a deep ocean) has branches.
+        zonal = getattr(solution.state, "surface", solution.state)
+        if self.through == "equilibrium" and isinstance(zonal, Equilibrium):
+            ok = ok & (is_snowball(zonal.ice_edge) == self.regime)
         outputs = {o: observe(self.model, params, solution.T, o) for o in self.observed}
         return outputs, ok
 
@@ -209,7 +219,27 @@ def _guarded_bwd(residuals, cotangent, perturbed, coordinates, log_posterior):
     )
 
 
-def check_observed(observed, through, times, grid) -> dict[str, Array]:
+def observable_shapes(model: AbstractModel, params) -> dict[str, tuple[int, ...]]:
+    """`{output: shape}` of one observation of each output of `model`."""
+    if isinstance(model, EnergyBalanceModel):
+        n_lat = model.grid.n_lat
+        return {
+            "T": (n_lat,),
+            "global_mean": (),
+            "ice_edge": (),
+            "ice_edge_south": (),
+            "heat_transport": (n_lat + 1,),
+        }
+    surface = jax.eval_shape(
+        lambda: model.surface_temperature(model.initial_state(params))
+    )
+    return {"T": surface.shape, "global_mean": ()}
+
+
+def check_observed(observed, through, times, shapes, start=0.0) -> dict[str, Array]:
+    """`observed` as `{output: array}`, each of `shapes[output]` after a leading
+    `len(times)` axis through a trajectory (`times` after `start`, the forcing's
+    start)."""
     check_through(through)
     if not isinstance(observed, Mapping):
         observed = {"T": observed}
@@ -217,21 +247,14 @@ def check_observed(observed, through, times, grid) -> dict[str, Array]:
     if through == "trajectory":
         if times is None:
             raise ValueError("through='trajectory' needs `times` (years).")
-        times = check_times(times)
+        times = check_times(times, start)
         prefix = (len(times),)
-    shapes = {
-        "T": (grid.n_lat,),
-        "global_mean": (),
-        "ice_edge": (),
-        "ice_edge_south": (),
-        "heat_transport": (grid.n_lat + 1,),
-    }
     checked = {}
     for output, value in observed.items():
-        if output not in OBSERVABLES:
+        if output not in shapes:
             raise ValueError(
                 f"`observed` has {output!r}; the outputs that can be observed are "
-                f"{OBSERVABLES}."
+                f"{tuple(shapes)}."
             )
         array = np.asarray(value, dtype=float)
         expected = prefix + shapes[output]

@@ -48,10 +48,12 @@ from .._model.grid import Grid
 from .._model.model import EnergyBalanceModel
 from .._model.parameters import Parameter
 from .._model.params import Params
+from .._model.protocol import AbstractModel
+from .._model.start import model_grid
 from .._progress import HostProgress
 from .._results import raise_if_failed
-from .._steady.equilibrium import equilibrium, initial_profile, resolve_model
-from .derived import DERIVED_ATTRS, check_derived, derive
+from .._steady.equilibrium import equilibrium, initial_profile
+from .derived import DERIVED_ATTRS, PROTOCOL_ATTRS, check_derived, derive
 from .forward import ForwardProblem, check_names, with_values
 from .log_posterior import (
     LogPosterior,
@@ -59,6 +61,7 @@ from .log_posterior import (
     check_observed,
     finite_adjoint,
     is_snowball,
+    observable_shapes,
     observe,
 )
 from .nuts import (
@@ -74,7 +77,7 @@ from .nuts import (
     warmup,
 )
 from .priors import AbstractPrior
-from .sensitivity import hessian
+from .sensitivity import hessian, resolve
 
 
 class Posterior(eqx.Module):
@@ -254,7 +257,11 @@ class Posterior(eqx.Module):
         import xarray as xr
 
         container = type(self.log_posterior.params)
-        grid = self.log_posterior.model.grid
+        model = self.log_posterior.model
+        grid = model_grid(model)
+        known = (
+            DERIVED_ATTRS if isinstance(model, EnergyBalanceModel) else PROTOCOL_ATTRS
+        )
         variables = {}
         for name in (*self.names, *self.derived):
             value = np.asarray(self[name])
@@ -267,7 +274,7 @@ class Posterior(eqx.Module):
             elif name.startswith("noise_"):
                 attrs = {"long_name": f"observation noise of {name[6:]}"}
             else:
-                attrs = DERIVED_ATTRS.get(name, {})
+                attrs = known.get(name, {})
             variables[name] = (dims, value, attrs)
         variables["log_density"] = (["chain", "draw"], np.asarray(self.log_density))
         return xr.Dataset(
@@ -294,7 +301,7 @@ def posterior(
     times=None,
     T0=None,
     grid: Grid | None = None,
-    model: EnergyBalanceModel | None = None,
+    model: AbstractModel | None = None,
     start="present",
     adjoint="recursive",
     num_chains: int = 4,
@@ -329,7 +336,11 @@ def posterior(
         `{output: number or prior}`.
     - `through`: `"equilibrium"` or `"trajectory"` (a run from `T0` observed at
         `times`, years, differentiated under `adjoint`), as for `ebm.fit`.
-    - `grid`, `model`, `start`: as for `ebm.equilibrium`.
+    - `grid`, `model`, `start`: as for `ebm.equilibrium`. For a model of the
+        protocol other than the zonal one (`params` its `model.Params`), the
+        outputs are `"T"` (its surface temperature) and `"global_mean"`, a run
+        starts at its forcing's start and `times` are on the forcing's clock
+        (calendar years for an `ebm.ForcingSeries`).
     - `num_chains`, `num_warmup`, `num_samples`: chains (run at once, by
         `jax.vmap`), warm-up (adaptation) steps and kept draws per chain.
     - `seed`: the random seed.
@@ -339,7 +350,9 @@ def posterior(
     - `derived`: quantities computed for every draw: names (`"ecs"`, the
         equilibrium climate sensitivity in K for 3.7 W m-2; `"snowball_S0"`, the
         solar constant of the snowball fold in W m-2, refined by `ebm.fold` from
-        the fold at `params`), or `{name: fn}` with `fn(params) -> scalar`.
+        the fold at `params`; for another model of the protocol `"ecs"` and
+        `"tcr"`, its `ebm.ecs` and `ebm.tcr`), or `{name: fn}` with
+        `fn(params) -> scalar`.
     - `progress`: `True` for a progress bar on stderr over the warm-up and the
         draws, or any `diffrax.AbstractProgressMeter`.
 
@@ -384,11 +397,16 @@ def posterior(
         raise ValueError(
             f"`target_acceptance` must be in (0, 1), got {target_acceptance!r}."
         )
-    model = resolve_model(model, grid)
-    grid = model.grid
-    observed = check_observed(observed, through, times, grid)
+    params, model = resolve(params, model, grid)
+    zonal = isinstance(model, EnergyBalanceModel)
+    # A run starts at its forcing's start (calendar years for a series).
+    scenario = getattr(model, "forcing", None)
+    t0 = 0.0 if zonal or scenario is None else float(scenario.start)
+    observed = check_observed(
+        observed, through, times, observable_shapes(model, params), t0
+    )
     noise_given, noise_priors = check_noise(noise, observed)
-    derived = check_derived(derived)
+    derived = check_derived(derived, model)
 
     reference = None
     if through == "equilibrium":
@@ -399,11 +417,15 @@ def posterior(
                 "The equilibrium at the given `params` (from `start`) did not "
                 f"converge ({reference.result}); start the chains where it does."
             )
-        start_T = reference.T
-        regime = is_snowball(reference.ice_edge)
+        # The branch: the zonal equilibrium's (the surface's, over a deep ocean).
+        surface = getattr(reference, "surface", reference)
+        start_T = reference.T if zonal else reference.state
+        regime = (
+            jnp.asarray(False) if surface is None else is_snowball(surface.ice_edge)
+        )
     else:
-        years, times = float(times[-1]), jnp.asarray(times)
-        start_T = initial_profile(start, params, grid)
+        years, times = float(times[-1]) - t0, jnp.asarray(times)
+        start_T = initial_profile(start, params, model.grid) if zonal else None
         regime = jnp.asarray(False)
     supports = tuple(
         priors[name].coordinate(container.declaration(name)) for name in names
@@ -421,7 +443,7 @@ def posterior(
             model,
             through,
             start=start_T,
-            equilibrium_adjoint=finite_adjoint(model),
+            equilibrium_adjoint=finite_adjoint(model) if zonal else None,
         )
     else:
         problem = ForwardProblem(

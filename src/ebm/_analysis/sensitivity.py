@@ -21,12 +21,27 @@ from .._model.grid import Grid
 from .._model.model import EnergyBalanceModel
 from .._model.parameters import check_params
 from .._model.params import Params
+from .._model.protocol import AbstractModel
+from .._model.start import model_latitudes, resolve_any_model
 from .._results import raise_if_failed
-from .._steady.equilibrium import NearFoldWarning, _near_fold_message, resolve_model
+from .._steady.equilibrium import NearFoldWarning, _near_fold_message
 from .forward import ForwardProblem, check_names, check_through, with_values
 
 
 OUTPUTS = ("T", "global_mean", "ice_edge", "ice_edge_south")
+# Of the models other than the zonal one.
+PROTOCOL_OUTPUTS = ("T", "global_mean")
+
+
+def resolve(params, model, grid):
+    """`(params, model)`, checked: the zonal model from `model=` or `grid=`, or any
+    model of the protocol with its own parameters."""
+    from .._layers.run import check_model_params
+
+    model = resolve_any_model(model, grid)
+    if isinstance(model, EnergyBalanceModel):
+        return check_params(params), model
+    return check_model_params(params, model), model
 
 
 class Sensitivity(eqx.Module):
@@ -38,14 +53,14 @@ class Sensitivity(eqx.Module):
     - `value`: the output itself (degC, or degrees north for an ice edge).
     - `names`: the parameters, in order.
     - `jacobian`: `{name: d output / d name}`, each shaped like `value`.
-    - `lat`: cell centres, degrees north.
+    - `lat`: cell centres, degrees north (`None` for a global model).
     """
 
     output: str = eqx.field(static=True)
     value: Array
     names: tuple[str, ...] = eqx.field(static=True)
     jacobian: dict[str, Array]
-    lat: Float[Array, " lat"]
+    lat: Float[Array, " lat"] | None
 
     def __getitem__(self, name: str) -> Array:
         return self.jacobian[name]
@@ -60,7 +75,7 @@ def sensitivity(
     years=None,
     T0=None,
     grid: Grid | None = None,
-    model: EnergyBalanceModel | None = None,
+    model: AbstractModel | None = None,
     start="present",
     near_fold: float | None = 1e-2,
 ) -> Sensitivity:
@@ -70,13 +85,16 @@ def sensitivity(
 
     - `params`: where to differentiate.
     - `output`: `"T"` (the profile), `"global_mean"`, `"ice_edge"` or
-        `"ice_edge_south"` (degrees north).
-    - `names`: the parameters (default: every `Params` field).
+        `"ice_edge_south"` (degrees north); for another model of the protocol
+        `"T"` (its surface temperature) or `"global_mean"`.
+    - `names`: the parameters (default: every field of `params`).
     - `through`: `"equilibrium"` (implicit differentiation of the root-find) or
         `"trajectory"` (the state after `years` from `T0`, under
         `diffrax.ForwardMode`: memory independent of the number of steps).
     - `years`, `T0`: the run (trajectory only).
-    - `grid`, `model`, `start`, `near_fold`: as for `ebm.equilibrium`: through an
+    - `grid`, `model`, `start`, `near_fold`: as for `ebm.equilibrium` (any model
+        of the protocol, with `params` its `model.Params`; through an equilibrium,
+        its steady state under the forcing of the scenario's start): through an
         equilibrium within `near_fold` of a fold, the derivatives grow without
         bound, and it warns (`ebm.NearFoldWarning`; not inside `jit`).
 
@@ -89,13 +107,12 @@ def sensitivity(
     - `ValueError`: for an unknown `output`, `through` or name, or a trajectory
         without `years`.
     """
-    params = check_params(params)
+    params, model = resolve(params, model, grid)
     check_threshold("near_fold", near_fold, optional=True)
     container = type(params)
     names = check_names(
         container.field_names() if names is None else names, "names", container
     )
-    model = resolve_model(model, grid)
     fn, values = _output_function(
         params, output, names, through, years, T0, model, start, "forward"
     )
@@ -107,7 +124,7 @@ def sensitivity(
         value=value,
         names=names,
         jacobian=jacobian,
-        lat=model.grid.lat,
+        lat=model_latitudes(model),
     )
 
 
@@ -139,8 +156,12 @@ class _Output(eqx.Module):
 
 def _output_function(params, output, names, through, years, T0, model, start, adjoint):
     """`values -> (output, diagnostics)` (see `_Output`), and `values`."""
-    if not callable(output) and output not in OUTPUTS:
-        raise ValueError(f"`output` must be one of {OUTPUTS}, got {output!r}.")
+    known = OUTPUTS if isinstance(model, EnergyBalanceModel) else PROTOCOL_OUTPUTS
+    if not callable(output) and output not in known:
+        raise ValueError(
+            f"`output` must be one of {known} for {type(model).__name__}, got "
+            f"{output!r}."
+        )
     check_through(through)
     if through == "trajectory" and years is None:
         raise ValueError("through='trajectory' needs `years`.")
@@ -185,12 +206,12 @@ def hessian(
     params: Params,
     output: str | Callable = "global_mean",
     *,
-    names: Sequence[str] = ("D", "B"),
+    names: Sequence[str] | None = None,
     through: str = "equilibrium",
     years=None,
     T0=None,
     grid: Grid | None = None,
-    model: EnergyBalanceModel | None = None,
+    model: AbstractModel | None = None,
     start="present",
     near_fold: float | None = 1e-2,
 ) -> Hessian:
@@ -207,7 +228,8 @@ def hessian(
         function `fn(state, params)` of the `ebm.Equilibrium` (or
         `ebm.Trajectory`) and the parameters that returns a scalar (a log
         likelihood, say).
-    - `names`: one or more `Params` fields (default `("D", "B")`).
+    - `names`: one or more fields of `params` (default `("D", "B")` for the
+        zonal model, every field for another model of the protocol).
     - `through`, `years`, `T0`, `grid`, `model`, `start`, `near_fold`: as for
         `ebm.sensitivity` (second derivatives near a fold grow faster still).
 
@@ -220,8 +242,11 @@ def hessian(
     - `ValueError`: for a non-scalar `output`, unknown names, a profile given as
         an array (`D_bounds`), or as `sensitivity`.
     """
-    params = check_params(params)
+    params, model = resolve(params, model, grid)
     check_threshold("near_fold", near_fold, optional=True)
+    if names is None:
+        zonal = isinstance(model, EnergyBalanceModel)
+        names = ("D", "B") if zonal else type(params).field_names()
     names = check_names(names, "names", type(params))
     if output == "T":
         raise ValueError(
@@ -235,7 +260,6 @@ def hessian(
             f"got {profiles[0]!r} of shape {np.shape(getattr(params, profiles[0]))}: "
             "take `jax.hessian` of your own function of the profile instead."
         )
-    model = resolve_model(model, grid)
     fn, values = _output_function(
         params, output, names, through, years, T0, model, start, "direct"
     )

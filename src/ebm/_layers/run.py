@@ -122,7 +122,8 @@ def integrate_model(
     _check_positive("years", years)
     if t0 is None:
         t0 = model.forcing.start
-    model.forcing.check_span(float(t0), t0 + years)
+    if not isinstance(t0, jax.core.Tracer):  # (traced: checked where it was given)
+        model.forcing.check_span(float(t0), t0 + years)
     y0 = check_state(model, params, y0, "y0")
     adjoint = resolve_adjoint(adjoint)
     if solver is None:

@@ -146,8 +146,11 @@ class ForcingSeries(AbstractScenario):
         return diffrax.LinearInterpolation(self.times, self.values).evaluate(t)
 
     @property
-    def start(self) -> float:
-        return float(self.times[0])
+    def start(self):
+        """The series' first time, years: a float, or the traced first time where
+        the series is traced (a model given to a compiled function)."""
+        first = self.times[0]
+        return first if isinstance(first, jax.core.Tracer) else float(first)
 
     @property
     def kinks(self) -> Float[Array, " kinks"]:

@@ -95,3 +95,34 @@ def resolve_model(model: EnergyBalanceModel | None, grid: Grid | None):
             f"{model.grid}."
         )
     return model
+
+
+def resolve_any_model(model, grid: Grid | None):
+    """The model to use: any model of the protocol (`grid` is then refused: it
+    carries its own), or the zonal one from `model=` or `grid=`."""
+    from .protocol import AbstractModel
+
+    if isinstance(model, AbstractModel) and not isinstance(model, EnergyBalanceModel):
+        if grid is not None:
+            raise ValueError(
+                "`grid` is the zonal model's; a model of the protocol carries its own "
+                f"(got grid={grid} and {type(model).__name__})."
+            )
+        return model
+    return resolve_model(model, grid)
+
+
+def model_grid(model) -> Grid | None:
+    """The latitude grid of a zonal model (the surface's, over a deep ocean), or
+    `None` for a global one."""
+    grid = getattr(model, "grid", None)
+    if grid is None:
+        grid = getattr(getattr(model, "surface", None), "grid", None)
+    return grid
+
+
+def model_latitudes(model):
+    """The cell centres of a model on latitudes (degrees north), or `None` for a
+    global one."""
+    grid = model_grid(model)
+    return None if grid is None else grid.lat

@@ -49,7 +49,7 @@ from .._model.model import (
 from .._model.parameters import check_params
 from .._model.params import Params
 from .._model.protocol import AbstractModel
-from .._model.start import initial_profile, resolve_model
+from .._model.start import initial_profile, resolve_any_model, resolve_model
 from .._numerics.implicit import ImplicitAdjoint
 from .._numerics.pseudo_transient import PseudoTransientContinuation
 from .._numerics.tridiagonal import (
@@ -288,11 +288,7 @@ def _protocol_equilibrium(
     from .._layers.deep_ocean import DeepOceanModel
     from .steady_state import model_equilibrium
 
-    if grid is not None:
-        raise ValueError(
-            "`grid` is the zonal model's; a model of the protocol carries its own "
-            f"(got grid={grid} and {type(model).__name__})."
-        )
+    resolve_any_model(model, grid)
     chosen = {
         "solver": eqx.tree_equal(solver, PseudoTransientContinuation()) is not True,
         "adjoint": eqx.tree_equal(adjoint, DEFAULT_ADJOINT) is not True,
