@@ -171,7 +171,7 @@ def test_a_run_outside_the_series_or_with_foreign_parameters_is_refused():
         ebm.periodic_equilibrium(PARAMS, model=TWO)
 
 
-def test_steady_states_of_the_layer_models_and_their_gradients():
+def test_steady_states_of_the_layer_models_and_their_gradients(tmp_path):
     # Under 4xCO2 every layer ends at F / lambda, whatever the efficacy.
     state = ebm.equilibrium(PARAMS, model=TWO)
     forcing = 2.0 * PARAMS.F2x
@@ -206,9 +206,119 @@ def test_steady_states_of_the_layer_models_and_their_gradients():
     three = ebm.NLayerModel(3, forcing=ebm.AbruptCO2(4.0))
     params = three.Params()
     start = {"T": 1.0, "T_deep": jnp.array([0.5, 0.2])}
-    deep = ebm.equilibrium(params, model=three, start=start).state["T_deep"]
+    steady = ebm.equilibrium(params, model=three, start=start)
     expected = float(2.0 * params.F2x / params.kappa1)
-    np.testing.assert_allclose(deep, [expected, expected], rtol=1e-12)
+    np.testing.assert_allclose(steady.state["T_deep"], [expected] * 2, rtol=1e-12)
+    # Its file: each declared variable with its dimensions, read back as written.
+    dataset = ebm.to_dataset(steady, params)
+    assert dataset["T_deep"].dims == ("layer",)
+    assert dataset["T_deep"].attrs["units"] == "K"
+    np.testing.assert_array_equal(dataset["layer"], [2, 3])
+    assert dataset.attrs["ebm_result"] == "steady state"
+    assert dataset.attrs["param_kappa1"] == pytest.approx(float(params.kappa1))
+    import xarray as xr
+
+    xr.testing.assert_identical(ebm.load(ebm.save(dataset, tmp_path / "s.nc")), dataset)
+    # An ensemble of steady states, with gradients, and its file.
+    members = ebm.sweep(params, kappa1=[0.8, 1.2])
+    ensemble = ebm.ensemble(members, "equilibrium", model=three, gradient="global_mean")
+    forcing = 2.0 * float(params.F2x)
+    np.testing.assert_allclose(ensemble.result.T, [forcing / 0.8, forcing / 1.2])
+    np.testing.assert_allclose(
+        ensemble.gradient.kappa1, [-forcing / 0.8**2, -forcing / 1.2**2], rtol=1e-10
+    )
+    dataset = ebm.to_dataset(ensemble)
+    assert dataset["T_deep"].dims == ("member", "layer")
+    np.testing.assert_array_equal(dataset["layer"], [2, 3])
+
+
+def test_sensitivity_and_hessian_of_a_layer_model_match_the_exact_solution():
+    # Through a run: the derivatives of the matrix exponential's solution, and the
+    # first against central differences; through the steady state: F / lambda's.
+    years = 20.0
+
+    def exact(params):
+        return _exact(TWO, params, years)[0]
+
+    result = ebm.sensitivity(PARAMS, model=TWO, through="trajectory", years=years)
+    assert result.lat is None and result.names == TWO.Params.field_names()
+    expected = jax.grad(exact)(PARAMS)
+    for name in result.names:
+        assert float(result[name]) == pytest.approx(
+            float(getattr(expected, name)), rel=1e-6, abs=1e-9
+        )
+    h = 1e-6
+    difference = (
+        exact(replace(PARAMS, "gamma", PARAMS.gamma + h))
+        - exact(replace(PARAMS, "gamma", PARAMS.gamma - h))
+    ) / (2 * h)
+    assert float(result["gamma"]) == pytest.approx(float(difference), rel=1e-6)
+    names = ("feedback", "gamma", "efficacy")
+    second = ebm.hessian(
+        PARAMS, model=TWO, names=names, through="trajectory", years=years
+    )
+    matrix = jax.hessian(
+        lambda v: exact(
+            eqx.tree_at(lambda p: (p.feedback, p.gamma, p.efficacy), PARAMS, tuple(v))
+        )
+    )(jnp.array([PARAMS.feedback, PARAMS.gamma, PARAMS.efficacy]))
+    np.testing.assert_allclose(second.matrix, matrix, rtol=1e-6, atol=1e-9)
+    steady = ebm.hessian(PARAMS, model=TWO, names=("feedback", "F2x"))
+    lam, forcing = float(PARAMS.feedback), 2.0 * float(PARAMS.F2x)
+    np.testing.assert_allclose(
+        steady.matrix,
+        [[2 * forcing / lam**3, -2.0 / lam**2], [-2.0 / lam**2, 0.0]],
+        rtol=1e-10,
+        atol=1e-12,
+    )
+    # Its file: a global model's derivatives are scalars, in K per unit.
+    dataset = ebm.to_dataset(result, PARAMS)
+    assert dataset["d_global_mean_d_gamma"].dims == ()
+    assert dataset["d_global_mean_d_gamma"].attrs["units"] == "(K) (W m-2 K-1)-1"
+    with pytest.raises(ValueError, match="must be one of .'T', 'global_mean'. for"):
+        ebm.sensitivity(PARAMS, "ice_edge", model=TWO)
+    with pytest.raises(TypeError, match=r"`model.Params` \(TwoLayerParams\)"):
+        ebm.sensitivity(ebm.Params(), model=TWO)
+
+
+def test_fit_recovers_a_layer_model_through_a_series_and_its_steady_state():
+    import optax
+
+    series = ebm.ForcingSeries(np.arange(1850.0, 1881.0), np.linspace(0.0, 1.5, 31))
+    model = ebm.TwoLayerModel(forcing=series)
+    truth = model.Params(feedback=1.2, gamma=0.9)
+    times = np.arange(1851.0, 1881.0)
+    run = ebm.integrate(truth, model=model, years=30.0, saveat=diffrax.SaveAt(ts=times))
+    optimizer = optax.lbfgs()
+    result = ebm.fit(
+        model.Params(),
+        np.asarray(run.Ts),
+        fit=("feedback", "gamma"),
+        through="trajectory",
+        times=times,
+        model=model,
+        optimizer=optimizer,
+        steps=200,
+    )
+    assert result.converged
+    assert float(result.params.feedback) == pytest.approx(1.2, rel=1e-4)
+    assert float(result.params.gamma) == pytest.approx(0.9, rel=1e-4)
+    target = ebm.equilibrium(truth, model=TWO).T
+    steady = ebm.fit(
+        PARAMS, target, fit=("feedback",), model=TWO, optimizer=optimizer, steps=100
+    )
+    assert steady.converged
+    assert float(steady.params.feedback) == pytest.approx(1.2, rel=1e-8)
+    # The steady state does not move with gamma: refused, not "converged".
+    with pytest.raises(ValueError, match="`gamma`, which TwoLayerModel's solve does"):
+        ebm.fit(PARAMS, target, fit=("gamma",), model=TWO, optimizer=optimizer)
+    with pytest.raises(ValueError, match=r"must have the shape \(\) of the surface"):
+        ebm.fit(PARAMS, np.zeros(3), fit=("feedback",), model=TWO)
+    with pytest.raises(ValueError, match=r"must have shape \(30,\) \(times, then"):
+        ebm.fit(
+            PARAMS, np.zeros(3), fit=("feedback",), model=model, through="trajectory",
+            times=times,
+        )  # fmt: skip
 
 
 def test_steady_state_under_a_series_holds_one_year_and_refuses_bad_input():
@@ -427,6 +537,9 @@ def test_zonal_deep_ocean_steady_state_is_a_root_of_the_whole_model():
     assert max(float(jnp.max(jnp.abs(x))) for x in tendency.values()) < 1e-9
     assert float(state.residual) < 1e-9
     assert bool(state.surface.stable)
+    dataset = ebm.to_dataset(state, params)
+    assert dataset["T_deep"].dims == ("lat",) and "lat_bnds" in dataset
+    assert float(dataset["ice_edge"]) == pytest.approx(float(state.surface.ice_edge))
     start = model.initial_state(params)
     warming = state.global_mean - model.global_mean(start)
     assert float(warming) == pytest.approx(float(ebm.ecs(params, model)), rel=1e-8)

@@ -77,7 +77,8 @@ def _memory_netcdf(rows, params, path) -> None:
     import numpy as np
     import xarray
 
-    from .._edges.io import _global_attributes, save
+    from .._edges.io import save
+    from .._edges.variables import global_attributes
 
     schedules = list(dict.fromkeys(row["schedule"] for row in rows))
     steps = sorted({row["steps"] for row in rows})
@@ -111,6 +112,6 @@ def _memory_netcdf(rows, params, path) -> None:
         coords={
             "steps": ("steps", np.asarray(steps), {"long_name": "time steps"}),
         },
-        attrs=_global_attributes("memory table", params),
+        attrs=global_attributes("memory table", params),
     )
     save(dataset, path)

@@ -13,7 +13,6 @@ never leaves a truncated file where a good one was. `ebm.load(path)` reads it ba
 bit for bit (times are not decoded: they stay the numbers that were written).
 """
 
-import datetime
 import os
 import pathlib
 import tempfile
@@ -25,548 +24,22 @@ import numpy as np
 from .._model.grid import Grid
 from .._model.parameters import AbstractParams
 from .._model.params import Params
-
-
-_TEMPERATURE = {"units": "degC", "standard_name": "surface_temperature"}
-
-
-def _xarray():
-    try:
-        import xarray
-    except ImportError as error:  # pragma: no cover - depends on the install
-        raise ImportError(
-            "ebm's xarray and netCDF export needs xarray and netCDF4: "
-            "pip install 'ebm-jax[io]'."
-        ) from error
-    return xarray
-
-
-def _array(x) -> np.ndarray:
-    return np.asarray(x)
-
-
-_PROFILE_DIMS = {"bounds": "lat_edge", "cells": "lat"}
-
-
-def _with_parameter_dims(dims, value, name: str, container) -> tuple:
-    """The dimensions of `value`, a parameter's value (or a derivative with respect
-    to it) laid out along `dims`, followed by the profile's own dimension if
-    `value` has one (a profile given as a scalar has not). A profile on cells gets
-    `lat_NAME` where `lat` is taken."""
-    dims = (dims,) if isinstance(dims, str) else tuple(dims)
-    profile = container.declaration(name).profile
-    if profile is None or np.ndim(value) == len(dims):
-        return dims
-    own = _PROFILE_DIMS[profile]
-    return (*dims, f"lat_{name}" if own in dims else own)
-
-
-def _latitude(grid: Grid) -> dict:
-    bounds = _array(grid.lat_bounds)
-    return {
-        "lat": (
-            "lat",
-            _array(grid.lat),
-            {
-                "units": "degrees_north",
-                "standard_name": "latitude",
-                "long_name": "latitude of the cell centre",
-                "axis": "Y",
-                "bounds": "lat_bnds",
-            },
-        ),
-        "lat_bnds": (
-            ("lat", "nv"),
-            np.stack([bounds[:-1], bounds[1:]], axis=1),
-            # CF: a bounds variable takes its units from its coordinate.
-            {"long_name": "latitude of the cell bounds"},
-        ),
-    }
-
-
-CALENDAR_DAYS_PER_YEAR = 365
-"""Days of the files' `365_day` calendar in one model year."""
-
-
-def _time(years) -> dict:
-    # One model year is one year of CF's 365-day calendar, counted from year 0: the
-    # file's year 100 is model year 100, at any length of run (a Gregorian calendar
-    # drifts from model years by 0.2422 days a year, and numpy's dates end in 2262).
-    return {
-        "time": (
-            "time",
-            _array(years) * CALENDAR_DAYS_PER_YEAR,
-            {
-                "units": "days since 0000-01-01 00:00:00",
-                "calendar": "365_day",
-                "standard_name": "time",
-                "long_name": "time since the start (1 January of year 0)",
-                "comment": (
-                    "one model year (the orbit's 365.2422 days) is one year of the "
-                    "365_day calendar: a calendar day is 1/365 of a model year"
-                ),
-                "axis": "T",
-            },
-        ),
-    }
-
-
-def _parameter_attributes(params: Params | None) -> dict:
-    if params is None:
-        return {}
-    attributes = {}
-    for parameter in type(params).declarations:
-        value = np.asarray(getattr(params, parameter.name), dtype=float)
-        # A profile is an array attribute (netCDF attributes may be 1-d).
-        attributes[f"param_{parameter.name}"] = (
-            float(value) if value.ndim == 0 else value
-        )
-        attributes[f"param_{parameter.name}_units"] = parameter.units
-    return attributes
-
-
-def _global_attributes(kind: str, params: Params | None) -> dict:
-    from .. import __version__
-
-    now = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
-    return {
-        "Conventions": "CF-1.8",
-        "title": f"ebm {kind}",
-        "source": f"ebm {__version__} (differentiable energy-balance model, JAX)",
-        "history": f"{now}: written by ebm {__version__}",
-        "ebm_result": kind,
-        **_parameter_attributes(params),
-    }
-
-
-def _result_code(result) -> dict:
-    from .._results import RESULTS
-
-    successful = bool(_array(result == RESULTS.successful).all())
-    return {"result": "successful" if successful else str(result)}
-
-
-def _scalar(value, units: str, long_name: str):
-    return ((), _array(value), {"units": units, "long_name": long_name})
-
-
-def _flag(value, long_name: str, meaning: str, dims=()):
-    """A boolean as CF flags (netCDF has no booleans; xarray restores the dtype)."""
-    return (
-        dims,
-        _array(value),
-        {
-            "long_name": long_name,
-            "flag_values": np.array([0, 1], dtype=np.int8),
-            "flag_meanings": f"not_{meaning} {meaning}",
-        },
-    )
-
-
-def _equilibrium_variables(state, container: type[Params]) -> dict:
-    del container  # the parameters' declarations are not needed here
-    return {
-        "T": ("lat", _array(state.T), {**_TEMPERATURE, "long_name": "temperature"}),
-        "global_mean": _scalar(state.global_mean, "degC", "global-mean temperature"),
-        "ice_edge": _scalar(
-            state.ice_edge, "degrees_north", "northern-hemisphere ice edge"
-        ),
-        "ice_edge_south": _scalar(
-            state.ice_edge_south, "degrees_north", "southern-hemisphere ice edge"
-        ),
-        "residual": _scalar(state.residual, "W m-2", "largest energy-budget residual"),
-        "leading_eigenvalue": _scalar(
-            state.leading_eigenvalue,
-            "W m-2 K-1",
-            "largest eigenvalue of the energy budget's Jacobian",
-        ),
-        "condition_number": _scalar(
-            state.condition_number, "1", "condition number of the Jacobian"
-        ),
-        "stable": _flag(state.stable, "whether the equilibrium is stable", "stable"),
-        "num_steps": _scalar(state.num_steps, "1", "root-finder iterations"),
-    }
-
-
-def _diagnostics(T, params: Params, model) -> dict:
-    """Fluxes of a profile: absorbed solar, OLR (cells) and heat transport (bounds)."""
-    return {
-        "absorbed_solar": (
-            "lat",
-            _array(model.absorbed_solar(T, params)),
-            {"units": "W m-2", "long_name": "absorbed solar radiation"},
-        ),
-        "outgoing_longwave": (
-            "lat",
-            _array(model.outgoing_longwave(T, params)),
-            {
-                "units": "W m-2",
-                "standard_name": "toa_outgoing_longwave_flux",
-                "long_name": "outgoing longwave radiation",
-            },
-        ),
-        "heat_transport": (
-            "lat_edge",
-            _array(model.heat_transport(T, params)),
-            {"units": "PW", "long_name": "northward heat transport through the bound"},
-        ),
-        "lat_edge": (
-            "lat_edge",
-            _array(model.grid.lat_bounds),
-            {
-                "units": "degrees_north",
-                "standard_name": "latitude",
-                "long_name": "latitude of the cell bounds",
-            },
-        ),
-    }
-
-
-def _trajectory_variables(trajectory, container: type[Params]) -> dict:
-    del container  # the parameters' declarations are not needed here
-    variables = {
-        "T": (
-            "lat",
-            _array(trajectory.T),
-            {**_TEMPERATURE, "long_name": "final temperature"},
-        ),
-        "global_mean": _scalar(
-            trajectory.global_mean, "degC", "final global-mean temperature"
-        ),
-        "ice_edge": _scalar(
-            trajectory.ice_edge, "degrees_north", "final northern-hemisphere ice edge"
-        ),
-        "ice_edge_south": _scalar(
-            trajectory.ice_edge_south,
-            "degrees_north",
-            "final southern-hemisphere ice edge",
-        ),
-        "num_steps": _scalar(trajectory.num_steps, "1", "time steps taken"),
-    }
-    if trajectory.Ts is not None:
-        variables.update(_time(trajectory.ts))
-        variables["T_history"] = (
-            ("time", "lat"),
-            _array(trajectory.Ts),
-            {**_TEMPERATURE, "long_name": "temperature at the saved times"},
-        )
-    return variables
-
-
-def _run_variables(run, container: type[Params]) -> dict:
-    """A protocol model's run: each declared variable's final value, and its history
-    where times were saved, with the variable's own dimensions, units and name."""
-    del container  # the parameters' declarations are not needed here
-    variables = {}
-    for variable in run.variables:
-        attributes = {"units": variable.units, "long_name": variable.long_name}
-        value = _array(run.state[variable.name])
-        variables[variable.name] = (
-            variable.dims,
-            value,
-            {**attributes, "long_name": f"final {variable.long_name}"},
-        )
-        for axis, name in enumerate(variable.dims):
-            if name not in ("lat", "time") and name not in variables:
-                # Layers 2..n below the surface (the surface layer is `T`).
-                variables[name] = (
-                    name,
-                    np.arange(2, 2 + value.shape[axis]),
-                    {"long_name": f"{name} number, from the surface (1)"},
-                )
-        if run.states is not None:
-            variables[f"{variable.name}_history"] = (
-                ("time", *variable.dims),
-                _array(run.states[variable.name]),
-                {**attributes, "long_name": f"{variable.long_name} at the saved times"},
-            )
-    if run.states is not None:
-        variables.update(_time(run.ts))
-    variables["num_steps"] = _scalar(run.num_steps, "1", "time steps taken")
-    return variables
-
-
-def _seasonal_variables(cycle, container: type[Params]) -> dict:
-    del container  # the parameters' declarations are not needed here
-    temperature = {**_TEMPERATURE}
-    return {
-        **_time(cycle.t),
-        "T": (
-            ("time", "lat"),
-            _array(cycle.T),
-            {**temperature, "long_name": "temperature"},
-        ),
-        "T0": ("lat", _array(cycle.T0), {**temperature, "long_name": "T on 1 January"}),
-        "annual_mean": (
-            "lat",
-            _array(cycle.annual_mean),
-            {**temperature, "long_name": "annual-mean temperature"},
-        ),
-        "amplitude": (
-            "lat",
-            _array(cycle.amplitude),
-            {"units": "K", "long_name": "half the seasonal range of temperature"},
-        ),
-        "global_mean": (
-            "time",
-            _array(cycle.global_mean),
-            {"units": "degC", "long_name": "global-mean temperature"},
-        ),
-        "ice_edge": (
-            "time",
-            _array(cycle.ice_edge),
-            {"units": "degrees_north", "long_name": "northern-hemisphere ice edge"},
-        ),
-        "ice_edge_south": (
-            "time",
-            _array(cycle.ice_edge_south),
-            {"units": "degrees_north", "long_name": "southern-hemisphere ice edge"},
-        ),
-        "annual_mean_ice_edge": _scalar(
-            cycle.annual_mean_ice_edge,
-            "degrees_north",
-            "northern-hemisphere ice edge, annual mean",
-        ),
-        "annual_mean_ice_edge_south": _scalar(
-            cycle.annual_mean_ice_edge_south,
-            "degrees_north",
-            "southern-hemisphere ice edge, annual mean",
-        ),
-        "ice_edge_range": _scalar(
-            cycle.ice_edge_range,
-            "degrees",
-            "annual range of the northern-hemisphere ice edge (max - min)",
-        ),
-        "ice_edge_south_range": _scalar(
-            cycle.ice_edge_south_range,
-            "degrees",
-            "annual range of the southern-hemisphere ice edge (max - min)",
-        ),
-        "residual": _scalar(cycle.residual, "K", "largest change over one year"),
-        "step_error": _scalar(
-            cycle.step_error, "K", "estimated error of the time stepping over a year"
-        ),
-        "num_steps": _scalar(cycle.num_steps, "1", "Newton steps (or years)"),
-    }
-
-
-def _branch_variables(branch, container: type[Params]) -> dict:
-    point = "point"
-    name = branch.parameter
-    units = container.declaration(name).units
-    variables = {
-        name: (
-            point,
-            _array(branch.values),
-            {"units": units, "long_name": container.declaration(name).long_name},
-        ),
-        "global_mean": (
-            point,
-            _array(branch.global_mean),
-            {"units": "degC", "long_name": "global-mean temperature"},
-        ),
-        "ice_edge": (
-            point,
-            _array(branch.ice_edge),
-            {"units": "degrees_north", "long_name": "northern-hemisphere ice edge"},
-        ),
-        "ice_edge_south": (
-            point,
-            _array(branch.ice_edge_south),
-            {"units": "degrees_north", "long_name": "southern-hemisphere ice edge"},
-        ),
-        "leading_eigenvalue": (
-            point,
-            _array(branch.leading_eigenvalue),
-            {"units": "W m-2 K-1", "long_name": "largest eigenvalue of the Jacobian"},
-        ),
-        "stable": _flag(branch.stable, "whether each point is stable", "stable", point),
-        "slope": (
-            point,
-            _array(branch.slope),
-            {"units": "1", "long_name": f"d({name})/d(arclength)"},
-        ),
-        "arclength": (
-            point,
-            _array(branch.arclength),
-            {"units": "1", "long_name": "distance walked along the branch"},
-        ),
-        "fold_value": (
-            "fold",
-            np.array([float(f.value) for f in branch.folds]),
-            {"units": units, "long_name": f"{name} at each fold"},
-        ),
-        "fold_ice_edge": (
-            "fold",
-            np.array([float(f.ice_edge) for f in branch.folds]),
-            {
-                "units": "degrees_north",
-                "long_name": "northern-hemisphere ice edge at each fold",
-            },
-        ),
-        "fold_ice_edge_south": (
-            "fold",
-            np.array([float(f.ice_edge_south) for f in branch.folds]),
-            {
-                "units": "degrees_north",
-                "long_name": "southern-hemisphere ice edge at each fold",
-            },
-        ),
-        "fold_global_mean": (
-            "fold",
-            np.array([float(f.global_mean) for f in branch.folds]),
-            {"units": "degC", "long_name": "global-mean temperature at each fold"},
-        ),
-        "fold_side": (
-            "fold",
-            np.array([int(f.side) for f in branch.folds], dtype=np.int32),
-            {"long_name": "-1: the two branches exist below the fold, +1: above"},
-        ),
-    }
-    if branch.T is not None:
-        variables["T"] = (
-            (point, "lat"),
-            _array(branch.T),
-            {**_TEMPERATURE, "long_name": "temperature at each point"},
-        )
-    return variables
-
-
-def _fit_variables(fit, container: type[Params]) -> dict:
-    variables = {
-        "loss": (
-            "step",
-            _array(fit.loss_history),
-            {"units": "K2", "long_name": "misfit before each step and at the end"},
-        ),
-        "converged": _flag(fit.converged, "whether the fit converged", "converged"),
-        "num_steps": _scalar(fit.num_steps, "1", "optimiser steps"),
-    }
-    for name in fit.fitted:
-        value = _array(getattr(fit.params, name))
-        variables[f"fitted_{name}"] = (
-            _with_parameter_dims((), value, name, container),
-            value,
-            {"units": container.declaration(name).units, "long_name": f"fitted {name}"},
-        )
-    return variables
-
-
-_OUTPUT_UNITS = {
-    "T": "degC",
-    "global_mean": "degC",
-    "ice_edge": "degrees_north",
-    "ice_edge_south": "degrees_north",
-}
-
-
-def _derivative_attributes(
-    output: str, units: str | None, name: str, container: type[Params]
-) -> dict:
-    """Long name and units of d `output` / d parameter `name` (no units when the
-    output's are unknown). A derivative is a ratio of differences, and temperature
-    differences are in K."""
-    attributes = {"long_name": f"derivative of {output} with respect to {name}"}
-    if units is not None:
-        difference = {"degC": "K"}
-        numerator = difference.get(units, units)
-        parameter_units = container.declaration(name).units
-        denominator = difference.get(parameter_units, parameter_units)
-        attributes["units"] = f"({numerator}) ({denominator})-1"
-    return attributes
-
-
-def _sensitivity_variables(sensitivity, container: type[Params]) -> dict:
-    output = sensitivity.output
-    dims = "lat" if output == "T" else ()
-    units = _OUTPUT_UNITS[output]
-    variables = {
-        output: (dims, _array(sensitivity.value), {"units": units, "long_name": output})
-    }
-    for name in sensitivity.names:
-        value = _array(sensitivity[name])
-        variables[f"d_{output}_d_{name}"] = (
-            _with_parameter_dims(dims, value, name, container),
-            value,
-            _derivative_attributes(output, units, name, container),
-        )
-    return variables
-
-
-def _ensemble_variables(ensemble, container: type[Params]) -> dict:
-    """An ensemble's variables: its result's, each with a leading `member` axis, the
-    varying parameters and gradients along `member`, and which members failed."""
-    from .._steady.equilibrium import Equilibrium
-    from .._steady.seasonal import SeasonalCycle
-    from .._stepping.integrate import Trajectory
-
-    kinds = (
-        (Equilibrium, _equilibrium_variables),
-        (Trajectory, _trajectory_variables),
-        (SeasonalCycle, _seasonal_variables),
-    )
-    result = ensemble.result
-    for cls, variables_of in kinds:
-        if isinstance(result, cls):
-            break
-    else:
-        raise TypeError(
-            "`to_dataset` writes ensembles of equilibria, trajectories and seasonal "
-            f"cycles, got an ensemble of {type(result).__name__}."
-        )
-    member = "member"
-    ok = np.asarray(ensemble.ok)
-    # One time axis, shared by every member: a failed run's stops where it failed.
-    first = int(np.flatnonzero(ok)[0]) if ok.any() else 0
-    variables = {}
-    for name, (dims, data, attributes) in variables_of(result, container).items():
-        dims = (dims,) if isinstance(dims, str) else tuple(dims)
-        if name == "time":
-            variables[name] = (dims, data[first], attributes)
-        else:
-            if "flag_values" in attributes:
-                # `ebm.ensemble` sets a failed member's booleans to False.
-                attributes = {
-                    **attributes,
-                    "comment": "0 (not claimed) for the members that failed; see ok",
-                }
-            variables[name] = ((member, *dims), data, attributes)
-    variables[member] = (
-        member,
-        np.arange(ensemble.num_members),
-        {"long_name": "ensemble member"},
-    )
-    for name in ensemble.varying:
-        value = _array(getattr(ensemble.params, name))
-        variables[f"param_{name}"] = (
-            _with_parameter_dims(member, value, name, container),
-            value,
-            {
-                "units": container.declaration(name).units,
-                "long_name": container.declaration(name).long_name,
-            },
-        )
-    if ensemble.gradient is not None:
-        output = ensemble.output
-        # The output's units, where the result's own variable has them.
-        units = variables.get(output, ((), None, {}))[2].get("units")
-        for name in container.field_names():
-            value = _array(getattr(ensemble.gradient, name))
-            variables[f"d_{output}_d_{name}"] = (
-                _with_parameter_dims(member, value, name, container),
-                value,
-                _derivative_attributes(output, units, name, container),
-            )
-    variables["ok"] = _flag(
-        ensemble.ok, "whether the member succeeded", "succeeded", member
-    )
-    reasons = [ensemble.failures.get(i, "") for i in range(ensemble.num_members)]
-    variables["failure"] = (
-        member,
-        np.array(reasons, dtype=object),
-        {"long_name": "why the member failed (empty if it succeeded)"},
-    )
-    return variables
+from .variables import (
+    branch_variables,
+    ensemble_variables,
+    equilibrium_variables,
+    fit_variables,
+    flux_diagnostics,
+    global_attributes,
+    latitude_variables,
+    result_code_attributes,
+    run_variables,
+    seasonal_variables,
+    sensitivity_variables,
+    steady_state_variables,
+    trajectory_variables,
+    xarray_module,
+)
 
 
 def to_dataset(result, params: Params | None = None, *, model=None):
@@ -575,7 +48,8 @@ def to_dataset(result, params: Params | None = None, *, model=None):
     **Arguments:**
 
     - `result`: an `ebm.Equilibrium`, `Trajectory`, `Run` (each declared variable
-        of the model, and its history as `<name>_history`), `SeasonalCycle`, `Branch`,
+        of the model, and its history as `<name>_history`), `SteadyState` (each
+        declared variable), `SeasonalCycle`, `Branch`,
         `FitResult`, `Sensitivity`, or an `Ensemble` of equilibria, trajectories or
         seasonal cycles (every variable gains a leading `member` dimension; the
         varying parameters are variables `param_<name>(member)`, the gradients
@@ -602,26 +76,29 @@ def to_dataset(result, params: Params | None = None, *, model=None):
     from .._steady.continuation import Branch
     from .._steady.equilibrium import Equilibrium
     from .._steady.seasonal import SeasonalCycle
+    from .._steady.steady_state import SteadyState
     from .._stepping.integrate import Trajectory
 
-    xarray = _xarray()
+    xarray = xarray_module()
     kinds = (
-        (Ensemble, "ensemble", _ensemble_variables),
-        (Run, "run", _run_variables),
-        (Equilibrium, "equilibrium", _equilibrium_variables),
-        (Trajectory, "trajectory", _trajectory_variables),
-        (SeasonalCycle, "seasonal cycle", _seasonal_variables),
-        (Branch, "branch", _branch_variables),
-        (FitResult, "fit", _fit_variables),
-        (Sensitivity, "sensitivity", _sensitivity_variables),
+        (Ensemble, "ensemble", ensemble_variables),
+        (Run, "run", run_variables),
+        (SteadyState, "steady state", steady_state_variables),
+        (Equilibrium, "equilibrium", equilibrium_variables),
+        (Trajectory, "trajectory", trajectory_variables),
+        (SeasonalCycle, "seasonal cycle", seasonal_variables),
+        (Branch, "branch", branch_variables),
+        (FitResult, "fit", fit_variables),
+        (Sensitivity, "sensitivity", sensitivity_variables),
     )
     for cls, kind, variables_of in kinds:
         if isinstance(result, cls):
             break
     else:
         raise TypeError(
-            "`result` must be an ebm Equilibrium, Trajectory, Run, SeasonalCycle, "
-            f"Branch, FitResult or Sensitivity, got {type(result).__name__}."
+            "`result` must be an ebm Equilibrium, SteadyState, Trajectory, Run, "
+            "SeasonalCycle, Branch, FitResult or Sensitivity, got "
+            f"{type(result).__name__}."
         )
     if params is not None and not isinstance(params, AbstractParams):
         raise TypeError(
@@ -649,7 +126,7 @@ def to_dataset(result, params: Params | None = None, *, model=None):
     lat = getattr(result, "lat", None)
     if lat is not None and np.ndim(lat) == 2:
         lat = np.asarray(lat)[0]
-    if lat is None and kind == "run":
+    if lat is None and kind in ("run", "steady state"):
         # A protocol model's variables on latitudes (the zonal model over a deep
         # ocean): the grid from their length.
         sizes = [
@@ -662,17 +139,17 @@ def to_dataset(result, params: Params | None = None, *, model=None):
         lat = np.asarray(result.T)[0]  # a branch's profiles: (point, lat)
     uses_lat = any("lat" in np.atleast_1d(spec[0]) for spec in variables.values())
     if lat is not None and uses_lat:
-        variables.update(_latitude(Grid(int(np.asarray(lat).shape[-1]))))
+        variables.update(latitude_variables(Grid(int(np.asarray(lat).shape[-1]))))
     if isinstance(result, Equilibrium) and model is not None and params is not None:
-        variables.update(_diagnostics(result.T, params, model))
-    attributes = _global_attributes(kind, params)
+        variables.update(flux_diagnostics(result.T, params, model))
+    attributes = global_attributes(kind, params)
     if kind == "ensemble":
         for name in variables:
             if name.startswith("param_"):
                 for key in (name, f"{name}_units"):
                     attributes.pop(key, None)
     elif hasattr(result, "result"):
-        attributes.update(_result_code(result.result))
+        attributes.update(result_code_attributes(result.result))
     # Bounds are data variables: as coordinates xarray would write a global
     # `coordinates` attribute, which CF does not define.
     coordinates = {"lat", "time", "lat_edge", "member", "layer"}
@@ -707,7 +184,7 @@ def save(result, path, params: Params | None = None, *, model=None) -> pathlib.P
     - `PermissionError`: when the folder cannot be written (naming `path` and the
         folder, not the temporary file).
     """
-    xarray = _xarray()
+    xarray = xarray_module()
     dataset = (
         result
         if isinstance(result, xarray.Dataset)
@@ -797,7 +274,7 @@ def load(path):
     - `UserWarning`: for a netCDF file that ebm did not write (no `ebm_result`
         attribute), returned as `xarray.open_dataset` reads it.
     """
-    xarray = _xarray()
+    xarray = xarray_module()
     if pathlib.Path(path).is_dir():
         raise IsADirectoryError(f"`path` {path} is a directory, not a netCDF file.")
     if not pathlib.Path(path).is_file():
