@@ -24,7 +24,7 @@ import jax
 import jax.numpy as jnp
 
 import ebm
-from ebm._stepping.integrate import default_solver, resolve_adjoint, time_scales
+from ebm._stepping.options import default_solver, resolve_adjoint, time_scales
 
 
 RESULTS = pathlib.Path(__file__).parent / "results"

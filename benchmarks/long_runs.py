@@ -29,7 +29,8 @@ import jax
 from _machine import machine
 
 import ebm
-from ebm._stepping.integrate import _default_max_steps, _with_checkpoints, resolve_model
+from ebm._model.start import resolve_model
+from ebm._stepping.options import _default_max_steps, _with_checkpoints
 
 
 RESULTS = pathlib.Path(__file__).parent / "results"

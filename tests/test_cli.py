@@ -150,7 +150,7 @@ def test_name_choices_are_the_librarys_tables():
     from ebm._analysis.sensitivity import OUTPUTS
     from ebm._cli.main import _parser
     from ebm._model.start import STARTS
-    from ebm._stepping.integrate import ADJOINTS
+    from ebm._stepping.options import ADJOINTS
     from ebm._stepping.steppers import STEPPERS
 
     def choices(command, option):

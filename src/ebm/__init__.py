@@ -87,6 +87,7 @@ from ._layers.two_layer import (
     TwoLayerModel as TwoLayerModel,
     TwoLayerParams as TwoLayerParams,
 )
+from ._model.declarations import Constraint as Constraint, Parameter as Parameter
 from ._model.grid import Grid as Grid
 from ._model.model import (
     EnergyBalanceModel as EnergyBalanceModel,
@@ -95,8 +96,6 @@ from ._model.model import (
 )
 from ._model.parameters import (
     AbstractParams as AbstractParams,
-    Constraint as Constraint,
-    Parameter as Parameter,
     params_class as params_class,
 )
 from ._model.params import Params as Params

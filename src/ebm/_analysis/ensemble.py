@@ -35,10 +35,7 @@ for one that converged; if it raises again, its members fail. `Ensemble.ok`,
 `on_failure` chooses between a warning (default), an error, or silence.
 """
 
-import dataclasses
 import itertools
-import math
-import numbers
 import warnings
 from collections.abc import Callable
 
@@ -47,14 +44,32 @@ import equinox as eqx
 import jax
 import jax.numpy as jnp
 import numpy as np
-from jax.sharding import Mesh, NamedSharding, PartitionSpec
+from jax.sharding import Mesh
 from jaxtyping import Array, Bool, PyTree
 
 from .._checks import check_count
-from .._model.parameters import AbstractParams, params_checked
 from .._model.params import Params
 from .._progress import HostProgress
-from .._results import RESULTS, error_message
+from .ensemble_layout import (
+    _assemble,
+    _dispatch,
+    _finish,
+    _layout,
+    _mesh,
+    _num_blocks,
+    _place,
+)
+from .ensemble_members import (
+    _broadcast,
+    _check_members,
+    _failures,
+    _mask,
+    _Member,
+    _num_members,
+    _stack,
+    _task_function,
+    _varying,
+)
 
 
 ON_FAILURE = ("warn", "raise", "ignore")
@@ -136,149 +151,6 @@ def sweep(params: Params | None = None, *, product: bool = False, **values) -> P
     return _broadcast(container(**fields), count)
 
 
-def _num_members(params: Params) -> int:
-    """The length of the batch axis: the first axis of every field that has one
-    more axis than one value of it (a scalar, or a profile)."""
-    shapes = {
-        p.name: np.shape(getattr(params, p.name)) for p in type(params).declarations
-    }
-    batched = {
-        shapes[p.name][0]
-        for p in type(params).declarations
-        if len(shapes[p.name]) == p.ndim + 1
-    }
-    if len(batched) != 1:
-        raise ValueError(
-            "`members` must be an ebm.Params whose fields are one value each or "
-            "batches of one length along a first axis (see ebm.sweep), got shapes "
-            f"{shapes}."
-        )
-    return batched.pop()
-
-
-def _broadcast(params: Params, count: int) -> Params:
-    """`params` with every field batched along a first axis of `count` members (a
-    field that is one value is repeated; a profile given as a scalar is one)."""
-    fields = {}
-    for parameter in type(params).declarations:
-        value = np.asarray(getattr(params, parameter.name))
-        if value.ndim <= parameter.ndim:
-            value = np.broadcast_to(value, (count, *value.shape))
-        fields[parameter.name] = value
-    return type(params)(**fields)
-
-
-def _stack(members) -> Params:
-    """`members` as one `Params` with every field batched along a first axis."""
-    if isinstance(members, AbstractParams):
-        return _broadcast(members, _num_members(members))
-    members = list(members)
-    if not members or not all(isinstance(p, AbstractParams) for p in members):
-        raise ValueError(
-            "`members` must be a batched ebm.Params (see ebm.sweep; or a model's "
-            "own parameters, `model.Params`) or a non-empty sequence of them."
-        )
-
-    def stack(*values):
-        values = [np.asarray(value) for value in values]
-        shape = np.broadcast_shapes(*(value.shape for value in values))
-        return np.stack([np.broadcast_to(value, shape) for value in values])
-
-    return jax.tree.map(stack, *members)
-
-
-def _task_function(task) -> Callable:
-    from .._steady.equilibrium import equilibrium
-    from .._steady.seasonal import periodic_equilibrium
-    from .._stepping.integrate import integrate, integrate_fixed
-
-    tasks = {
-        "equilibrium": equilibrium,
-        "integrate": integrate,
-        "integrate_fixed": integrate_fixed,
-        "periodic_equilibrium": periodic_equilibrium,
-    }
-    if callable(task):
-        return task
-    if isinstance(task, str) and task in tasks:
-        return tasks[task]
-    raise ValueError(
-        f"`task` must be one of {tuple(tasks)} or a function of ebm.Params, "
-        f"got {task!r}."
-    )
-
-
-# Diagnostics computed under stop_gradient: their gradients would be zero.
-_NOT_DIFFERENTIATED = ("leading_eigenvalue", "condition_number")
-
-
-def _is_float_scalar(value) -> bool:
-    shape, dtype = getattr(value, "shape", None), getattr(value, "dtype", None)
-    return shape == () and dtype is not None and jnp.issubdtype(dtype, jnp.floating)
-
-
-class _Member(eqx.Module):
-    """One member's computation: the task, and the gradient of one output."""
-
-    task: Callable = eqx.field(static=True)
-    kwargs: dict
-    output: str | Callable | None = eqx.field(static=True)
-    differentiate: bool = eqx.field(static=True)
-
-    def scalar(self, result):
-        if callable(self.output):
-            value = self.output(result)
-        elif self.output in _NOT_DIFFERENTIATED:
-            raise ValueError(
-                f"`gradient={self.output!r}` is a diagnostic that is not "
-                "differentiated; choose an output such as 'global_mean' or 'ice_edge'."
-            )
-        else:
-            value = getattr(result, self.output, None)
-        if not _is_float_scalar(value):
-            fields = sorted(
-                name
-                for name, leaf in vars(result).items()
-                if _is_float_scalar(leaf) and name not in _NOT_DIFFERENTIATED
-            )
-            raise ValueError(
-                "`gradient` must name a scalar floating-point output of the result "
-                f"(one of {fields}) or be a function returning one, got "
-                f"{self.output!r}."
-            )
-        return value
-
-    def __call__(self, params: Params):
-        run = lambda p: self.task(p, **self.kwargs)  # noqa: E731
-        if not self.differentiate:
-            return run(params), None
-        value = lambda p: (self.scalar(result := run(p)), result)  # noqa: E731
-        (_, result), gradient = jax.value_and_grad(value, has_aux=True)(params)
-        return result, gradient
-
-
-@eqx.filter_jit
-def _block(member: _Member, params: Params):
-    # The members were checked on the host (`_check_members`).
-    with params_checked():
-        return jax.vmap(member)(params)
-
-
-def _check_members(params: Params) -> None:
-    """Every member's values against the declared ranges, on the host (an
-    `eqx.tree_at` skips construction's check), so that the members' compiled
-    program need hold no check.
-
-    **Raises:**
-
-    - `ValueError`: for a value out of its range, naming the member's index.
-    """
-    for declared in type(params).ranges:
-        values = [np.asarray(getattr(params, name)) for name in declared.names()]
-        if not np.all(declared.ok(*values)):
-            raise ValueError(declared.message(values))
-
-
 class Ensemble(eqx.Module):
     """The results of `ebm.ensemble`, each with a leading `member` axis.
 
@@ -355,346 +227,6 @@ class Ensemble(eqx.Module):
         """Quantiles `q` over the members that succeeded, and their count."""
         values = self._succeeded(name)
         return np.quantile(values, q, axis=0), int(values.shape[0])
-
-
-def _mesh(devices, mesh: Mesh | None) -> Mesh:
-    if mesh is not None:
-        if devices is not None:
-            raise ValueError("Pass `devices` or `mesh`, not both.")
-        if mesh.axis_names != ("member",):
-            raise ValueError(
-                "`mesh` must be one-dimensional with the axis name 'member', got "
-                f"axes {mesh.axis_names}."
-            )
-        _check_every_process(mesh)
-        return mesh
-    if devices is None:
-        devices = jax.devices()
-    elif isinstance(devices, numbers.Integral) and not isinstance(devices, bool):
-        devices = int(devices)
-        available = jax.devices()
-        if not 1 <= devices <= len(available):
-            raise ValueError(
-                f"`devices` must be between 1 and the {len(available)} devices "
-                f"available, got {devices}."
-            )
-        devices = available[:devices]
-    devices = list(devices)
-    if not devices:
-        raise ValueError("`devices` must name at least one device, got none.")
-    mesh = Mesh(np.array(devices), ("member",))
-    _check_every_process(mesh)
-    return mesh
-
-
-def _check_every_process(mesh: Mesh) -> None:
-    """Every process must own a device of the mesh: each computes its own shards and
-    all meet in the gather, so a process without one would leave the others waiting."""
-    owners = {device.process_index for device in mesh.devices.flat}
-    missing = sorted(set(range(jax.process_count())) - owners)
-    if missing:
-        raise ValueError(
-            "The mesh's devices must include some of every process's: processes "
-            f"{missing} have none (devices {[d.id for d in mesh.devices.flat]})."
-        )
-
-
-def _names(names: list[str], shown: int = 3) -> str:
-    more = f" and {len(names) - shown} more" if len(names) > shown else ""
-    return ", ".join(names[:shown]) + more
-
-
-# Coordinates: the same for every member, neither checked nor masked.
-_COORDINATES = ("lat", "t", "ts")
-# Also not checked: a diagnostic that is infinite, legitimately, exactly at a fold.
-_NOT_CHECKED = (*_COORDINATES, "condition_number")
-
-
-def _field(path) -> str:
-    return jax.tree_util.keystr(path).lstrip(".")
-
-
-def _name(path) -> str:
-    return _field(path).rsplit(".", 1)[-1]
-
-
-def _checked(path, leaf) -> bool:
-    return _name(path) not in _NOT_CHECKED and np.issubdtype(leaf.dtype, np.floating)
-
-
-def _one_member(tree, index: int, count: int):
-    """Member `index` of a batched pytree, each leaf a 0-d array (as `RESULTS[...]`
-    wants of an item, to give its message)."""
-    return jax.tree.map(lambda x: np.asarray(np.asarray(x).reshape(count)[index]), tree)
-
-
-def _reasons(result, gradient, count: int) -> dict[int, str]:
-    """Why each member failed: its result code, and which outputs are not finite."""
-    codes: dict[int, str] = {}
-    code = getattr(result, "result", None)
-    if isinstance(code, RESULTS):
-        failed = np.asarray(code != RESULTS.successful).reshape(count)
-        for member in np.flatnonzero(failed):
-            codes[int(member)] = RESULTS[_one_member(code, int(member), count)]
-    nonfinite: dict[tuple[int, str], list[str]] = {}
-    for kind, tree in (("outputs", result), ("gradient", gradient)):
-        for path, leaf in jax.tree_util.tree_flatten_with_path(tree)[0]:
-            leaf = np.asarray(leaf)
-            if not _checked(path, leaf):
-                continue
-            finite = np.isfinite(leaf.reshape(count, -1)).all(axis=1)
-            for member in np.flatnonzero(~finite):
-                nonfinite.setdefault((int(member), kind), []).append(_field(path))
-    reasons: dict[int, list[str]] = {m: [message] for m, message in codes.items()}
-    for (member, kind), names in nonfinite.items():
-        reasons.setdefault(member, []).append(f"non-finite {kind}: {_names(names)}")
-    return {member: " | ".join(parts) for member, parts in sorted(reasons.items())}
-
-
-def _mask(tree, ok: np.ndarray):
-    """Results with NaN for the floating-point outputs of the members that failed,
-    and False for their booleans (a failed member's `stable` is no claim)."""
-
-    def mask(path, leaf):
-        leaf = np.asarray(leaf)
-        if _name(path) in _COORDINATES:
-            return jnp.asarray(leaf)
-        where = _along_members(ok, leaf.ndim)
-        if np.issubdtype(leaf.dtype, np.floating):
-            return jnp.asarray(np.where(where, leaf, np.nan))
-        if leaf.dtype == np.bool_:
-            return jnp.asarray(np.where(where, leaf, False))
-        return jnp.asarray(leaf)
-
-    return jax.tree_util.tree_map_with_path(mask, tree)
-
-
-def _along_members(ok: np.ndarray, ndim: int) -> np.ndarray:
-    """`ok` shaped to broadcast over the member axis of an array of `ndim` axes."""
-    return ok.reshape((-1,) + (1,) * (ndim - 1))
-
-
-class _Layout(eqx.Module):
-    """How the members lie on the mesh: every device holds the same number of whole
-    blocks, `shard_size` members; the padding past `count` repeats member 0 (valid
-    parameters), and blocks of padding alone are not computed."""
-
-    mesh: Mesh
-    count: int
-    block_size: int
-    shard_size: int
-
-    @property
-    def sharding(self) -> NamedSharding:
-        return NamedSharding(self.mesh, PartitionSpec("member"))
-
-    @property
-    def padded_count(self) -> int:
-        return self.shard_size * self.mesh.devices.size
-
-
-def _layout(mesh: Mesh, count: int, block_size: int) -> _Layout:
-    num_devices = mesh.devices.size
-    block_size = min(block_size, count)  # a property of the batch, not the devices
-    blocks_per_device = math.ceil(math.ceil(count / block_size) / num_devices)
-    return _Layout(mesh, count, block_size, blocks_per_device * block_size)
-
-
-def _place(params: Params, layout: _Layout) -> Params:
-    """The members, padded, as global arrays sharded over the mesh."""
-    padded = jax.tree.map(
-        lambda x: np.concatenate(
-            [x, np.repeat(x[:1], layout.padded_count - layout.count, axis=0)]
-        ),
-        params,
-    )
-    return jax.tree.map(
-        lambda x: jax.make_array_from_callback(
-            x.shape, layout.sharding, lambda i: x[i]
-        ),
-        padded,
-    )
-
-
-def _local_shards(placed: Params, layout: _Layout):
-    """`(position, device, shard)` for each of this process's devices: its position
-    on the mesh, and the members it holds."""
-    leaves, treedef = jax.tree.flatten(placed)
-    for position, device in enumerate(layout.mesh.devices.flat):
-        if device.process_index != jax.process_index():
-            continue
-        shard = treedef.unflatten(
-            [
-                next(s.data for s in leaf.addressable_shards if s.device == device)
-                for leaf in leaves
-            ]
-        )
-        yield position, device, shard
-
-
-def _gather(array: jax.Array) -> np.ndarray:
-    """A global array as numpy on this process (gathered from every host)."""
-    if array.is_fully_addressable:
-        return np.asarray(array)
-    from jax.experimental import multihost_utils
-
-    return np.asarray(multihost_utils.process_allgather(array, tiled=True))
-
-
-_RUNTIME_ERRORS = (eqx.EquinoxRuntimeError, jax.errors.JaxRuntimeError)
-
-
-def _retry_or_raise(member: _Member, block: Params, error: Exception):
-    """A block that raised: retried if it was its gradient (see `_retry_block`); a
-    value that raises is not a member's failure but the task's, and propagates."""
-    if not member.differentiate:
-        raise error
-    return _retry_block(member, block, error)
-
-
-def _run_block(member: _Member, block: Params):
-    """One block, dispatched (asynchronously); retried if its gradient raised.
-    Returns the output and the reasons of members failed by a retry."""
-    try:
-        return _block(member, block), {}
-    except _RUNTIME_ERRORS as error:
-        return _retry_or_raise(member, block, error)
-
-
-def _run_shard(member: _Member, shard: Params, block_size: int, live: int):
-    """One device's shard, in blocks: `live` members are real, the rest padding.
-    Blocks of padding alone are not computed (`None`)."""
-    starts = range(0, _num_members(shard), block_size)
-    blocks = [jax.tree.map(lambda x: x[s : s + block_size], shard) for s in starts]
-    outputs = [
-        _run_block(member, block) if start < live else None
-        for start, block in zip(starts, blocks)
-    ]
-    return blocks, outputs
-
-
-def _retry_block(member: _Member, block: Params, error: Exception):
-    """A block whose gradient raised: recompute it with the failed members swapped for
-    one that converged, so that one member's failure cannot stop the others. If the
-    gradient raises even so, the block's gradients are NaN and its members failed."""
-    values_only = dataclasses.replace(member, differentiate=False)
-    result, _ = _block(values_only, block)
-    count = _num_members(block)
-    ok = np.ones(count, bool)
-    for failed in _reasons(result, None, count):
-        ok[failed] = False
-    device = next(iter(jax.tree.leaves(block)[0].devices()))
-    shapes = eqx.filter_eval_shape(_block, member, block)[1]
-    nan_gradient = jax.tree.map(
-        lambda s: jax.device_put(jnp.full(s.shape, np.nan, s.dtype), device), shapes
-    )
-    raised = f"the gradient raised: {error_message(error)}"
-    if not ok.any():
-        return (result, nan_gradient), {}
-    first = int(np.flatnonzero(ok)[0])
-    safe = jax.tree.map(lambda x: jnp.where(ok, x, x[first]), block)
-    try:
-        safe_result, gradient = jax.block_until_ready(_block(member, safe))
-    except _RUNTIME_ERRORS as again:
-        raised = f"the gradient raised: {error_message(again)}"
-        return (result, nan_gradient), {i: raised for i in np.flatnonzero(ok)}
-    gradient = jax.tree.map(
-        lambda g, nan: jnp.where(_along_members(ok, g.ndim), g, nan),
-        gradient,
-        nan_gradient,
-    )
-    # Members that converged are unchanged by their neighbours: keep their values.
-    result = jax.tree.map(
-        lambda a, b: jnp.where(_along_members(ok, a.ndim), a, b),
-        safe_result,
-        result,
-    )
-    return (result, gradient), {}
-
-
-def _dispatch(member: _Member, placed: Params, layout: _Layout) -> dict:
-    """Every block of this process's devices, dispatched before any is waited for,
-    so that the devices run at once: device -> (position, blocks, outputs)."""
-    dispatched = {}
-    for position, device, shard in _local_shards(placed, layout):
-        live = layout.count - position * layout.shard_size
-        blocks, outputs = _run_shard(member, shard, layout.block_size, live)
-        dispatched[device] = (position, blocks, outputs)
-    return dispatched
-
-
-def _num_blocks(dispatched: dict) -> int:
-    """The blocks computed (not padding alone) on this process's devices."""
-    return sum(
-        output is not None
-        for _, _, pending in dispatched.values()
-        for output in pending
-    )
-
-
-def _finish(member: _Member, dispatched: dict, layout: _Layout, meter: HostProgress):
-    """Wait for every dispatched block (retrying one whose gradient raised when it
-    ran), telling `meter` of each: each device's outputs as one tree, and member ->
-    why for the members whose gradient raised even on retry."""
-    outputs = {}
-    raised = {}
-    done = 0
-    template = None  # a computed block, whose shapes stand in for padding
-    for device, (position, blocks, pending) in dispatched.items():
-        finished = []
-        for index, (block, output) in enumerate(zip(blocks, pending)):
-            if output is None:
-                if template is None:  # this process has padding alone
-                    template = eqx.filter_eval_shape(_block, member, block)
-                zeros = lambda x: jnp.zeros(x.shape, x.dtype, device=device)  # noqa: E731
-                finished.append(jax.tree.map(zeros, template))
-                continue
-            output, retried = output
-            try:
-                output = jax.block_until_ready(output)
-            except _RUNTIME_ERRORS as error:
-                output, retried = _retry_or_raise(member, block, error)
-            start = position * layout.shard_size + index * layout.block_size
-            raised.update({start + int(i): why for i, why in retried.items()})
-            finished.append(output)
-            done += 1
-            meter.step(done)
-            template = output
-        outputs[device] = jax.tree.map(lambda *xs: jnp.concatenate(xs), *finished)
-    return outputs, raised
-
-
-def _assemble(outputs: dict, layout: _Layout):
-    """The devices' outputs as global arrays, gathered to this process and cut to
-    the members (the padding dropped): `(result, gradient)`."""
-    local = next(iter(outputs.values()))
-    flat_outputs = [jax.tree.leaves(outputs[d]) for d in outputs]
-    gathered = []
-    for index, leaf in enumerate(jax.tree.leaves(local)):
-        shape = (layout.padded_count,) + leaf.shape[1:]
-        array = jax.make_array_from_single_device_arrays(
-            shape, layout.sharding, [flat[index] for flat in flat_outputs]
-        )
-        gathered.append(_gather(array)[: layout.count])
-    return jax.tree.unflatten(jax.tree.structure(local), gathered)
-
-
-def _failures(result, gradient, raised: dict[int, str], count: int) -> dict[int, str]:
-    """Member -> why it failed, in order: its result code and non-finite outputs,
-    or that its gradient raised."""
-    failures = _reasons(result, gradient, count)
-    for index, why in raised.items():
-        if index < count:
-            failures[index] = why
-    return dict(sorted(failures.items()))
-
-
-def _varying(params: Params) -> tuple[str, ...]:
-    return tuple(
-        name
-        for name in type(params).field_names()
-        if np.any(np.ptp(np.asarray(getattr(params, name)), axis=0) > 0)
-    )
 
 
 def _check_options(task, on_failure: str, block_size: int, kwargs: dict):

@@ -19,8 +19,8 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array
 
+from .._model.declarations import Parameter
 from .._model.model import EnergyBalanceModel
-from .._model.parameters import Parameter
 from .._model.params import Params
 from .._model.protocol import AbstractModel
 from .._model.start import model_grid

@@ -44,9 +44,9 @@ import numpy as np
 from jaxtyping import Array
 
 from .._checks import check_count
+from .._model.declarations import Parameter
 from .._model.grid import Grid
 from .._model.model import EnergyBalanceModel
-from .._model.parameters import Parameter
 from .._model.params import Params
 from .._model.protocol import AbstractModel
 from .._model.start import model_grid

@@ -19,7 +19,7 @@ import equinox as eqx
 import jax
 import jax.numpy as jnp
 
-from .._model.parameters import Parameter
+from .._model.declarations import Parameter
 
 
 def _intersect(declaration: Parameter, lower, upper) -> Parameter:

@@ -25,7 +25,7 @@ def add_parser(subparsers) -> None:
     """`ebm run` and its flags, on `subparsers`."""
     from .._model.start import STARTS
     from .._stepping.checkpoints import spellings
-    from .._stepping.integrate import ADJOINTS
+    from .._stepping.options import ADJOINTS
     from .._stepping.steppers import STEPPERS
 
     parser = subparsers.add_parser(

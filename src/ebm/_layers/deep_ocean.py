@@ -118,7 +118,7 @@ class DeepOceanModel(AbstractModel):
         """`(fastest, slowest)`: the surface's fastest radiative relaxation (what
         sizes the implicit solver's steps, as for `ebm.integrate` of the zonal
         model) and the deep ocean's `C_deep / gamma`, years."""
-        from .._stepping.integrate import time_scales
+        from .._stepping.options import time_scales
 
         if y is None:
             y = self.initial_state(params)

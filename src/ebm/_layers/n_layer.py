@@ -6,7 +6,8 @@ import functools
 import equinox as eqx
 import jax.numpy as jnp
 
-from .._model.parameters import AbstractParams, Parameter, params_class
+from .._model.declarations import Parameter
+from .._model.parameters import AbstractParams, params_class
 from .._model.protocol import Variable
 from .base import AbstractLayerModel
 from .scenarios import AbruptCO2, AbstractScenario

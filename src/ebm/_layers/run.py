@@ -116,7 +116,7 @@ def integrate_model(
     throw=True,
 ) -> Run:
     """Integrate a protocol model (see `ebm.integrate`)."""
-    from .._stepping.integrate import _check_positive, resolve_adjoint
+    from .._stepping.options import _check_positive, resolve_adjoint
 
     params = check_model_params(params, model)
     _check_positive("years", years)

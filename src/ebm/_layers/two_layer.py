@@ -11,7 +11,8 @@ equilibrium climate sensitivity is $F_{2x} / \lambda$.
 
 import jax.numpy as jnp
 
-from .._model.parameters import AbstractParams, Parameter, params_class
+from .._model.declarations import Parameter
+from .._model.parameters import AbstractParams, params_class
 from .._model.protocol import Variable
 from .base import AbstractLayerModel
 

@@ -21,8 +21,9 @@ import equinox as eqx
 from jaxtyping import Array, Float
 
 from .._custom_types import Flux, Temperature
+from .._model.declarations import Constraint, Parameter
 from .._model.grid import Grid
-from .._model.parameters import AbstractParams, Constraint, Parameter
+from .._model.parameters import AbstractParams
 
 
 class AbstractTerm(eqx.Module):

@@ -52,7 +52,7 @@ import jax.numpy as jnp
 import lineax as lx
 import numpy as np
 import optimistix as optx
-from jaxtyping import Array, Float, Int, PyTree
+from jaxtyping import Array, Float, Int
 
 from .._checks import check_count, known_value, refuse_if
 from .._custom_types import Scalar, Temperature
@@ -61,6 +61,7 @@ from .._model.model import EnergyBalanceModel
 from .._model.parameters import check_params
 from .._model.params import Params
 from .._model.start import initial_profile, resolve_model
+from .._numerics.counted import CountedRootFinder
 from .._numerics.implicit import ImplicitAdjoint
 from .._physics.insolation.daily import DailyInsolation
 from .._progress import progress_meter
@@ -344,53 +345,6 @@ def _krylov(rtol: float, atol: float) -> lx.GMRES:
     return lx.GMRES(rtol=rtol, atol=atol, restart=6, stagnation_iters=6)
 
 
-class _Counted(optx.AbstractRootFinder):
-    """`solver`, telling `meter` of each of its steps, out of `max_steps`."""
-
-    solver: optx.AbstractRootFinder
-    meter: diffrax.AbstractProgressMeter
-    max_steps: int
-
-    @property
-    def rtol(self):
-        return self.solver.rtol
-
-    @property
-    def atol(self):
-        return self.solver.atol
-
-    @property
-    def norm(self):
-        return self.solver.norm
-
-    def init(self, fn, y, args, options, f_struct, aux_struct, tags):
-        state = self.solver.init(fn, y, args, options, f_struct, aux_struct, tags)
-        return _CountedState(state, jnp.array(0), self.meter.init())
-
-    def step(self, fn, y, args, options, state: "_CountedState", tags):
-        y, inner, aux = self.solver.step(fn, y, args, options, state.inner, tags)
-        count = state.count + 1
-        meter_state = self.meter.step(state.meter_state, count / self.max_steps)
-        return y, _CountedState(inner, count, meter_state), aux
-
-    def terminate(self, fn, y, args, options, state: "_CountedState", tags):
-        return self.solver.terminate(fn, y, args, options, state.inner, tags)
-
-    def postprocess(
-        self, fn, y, aux, args, options, state: "_CountedState", tags, result
-    ):
-        self.meter.close(state.meter_state)
-        return self.solver.postprocess(
-            fn, y, aux, args, options, state.inner, tags, result
-        )
-
-
-class _CountedState(eqx.Module):
-    inner: PyTree
-    count: Int[Array, ""]
-    meter_state: PyTree
-
-
 def periodic_equilibrium(
     params: Params,
     *,
@@ -511,7 +465,7 @@ def _periodic_equilibrium(
     unstable = year.unstable(T_start, params, limit)
     T_guess, spinup_error = year.spin(T_start, params, spinup_years)
     if not isinstance(meter, diffrax.NoProgressMeter):
-        solver = _Counted(solver, meter, max_steps)
+        solver = CountedRootFinder(solver, meter, max_steps)
     solution = optx.root_find(
         _shooting_residual,
         solver,

@@ -14,8 +14,9 @@ $5.35 \ln 2 / B$ exactly.
 import jax.numpy as jnp
 
 from ..._custom_types import Flux
+from ..._model.declarations import Parameter
 from ..._model.grid import Grid
-from ..._model.parameters import AbstractParams, Parameter
+from ..._model.parameters import AbstractParams
 from ..base import AbstractForcing
 from .uniform import FORCING
 

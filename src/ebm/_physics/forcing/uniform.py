@@ -10,8 +10,9 @@ sensitivity. It is ebm's own (climlab's `EBM` has none) and 0 by default.
 import jax.numpy as jnp
 
 from ..._custom_types import Flux
+from ..._model.declarations import Parameter
 from ..._model.grid import Grid
-from ..._model.parameters import AbstractParams, Parameter
+from ..._model.parameters import AbstractParams
 from ..base import AbstractForcing
 
 

@@ -11,8 +11,9 @@ import jax.numpy as jnp
 from jaxtyping import Array, Float
 
 from ..._constants import WATER_DENSITY, WATER_HEAT_CAPACITY
+from ..._model.declarations import Parameter
 from ..._model.grid import Grid
-from ..._model.parameters import AbstractParams, Parameter
+from ..._model.parameters import AbstractParams
 from ..base import AbstractHeatCapacity
 
 

@@ -49,7 +49,8 @@ import numpy as np
 from jaxtyping import Array, ArrayLike, Float
 
 from ..._constants import DAYS_PER_YEAR
-from ..._model.parameters import AbstractParams, Parameter
+from ..._model.declarations import Parameter
+from ..._model.parameters import AbstractParams
 
 
 ECCENTRICITY = Parameter(

@@ -53,8 +53,9 @@ for dry diffusion (`ebm.Params`' default `D`, shared by both terms): pass
 import jax.numpy as jnp
 
 from ..._custom_types import EdgeValues, Flux, Temperature
+from ..._model.declarations import Parameter
 from ..._model.grid import Grid
-from ..._model.parameters import AbstractParams, Parameter
+from ..._model.parameters import AbstractParams
 from ..base import AbstractTransport
 from .diffusive import D, _diffusive_flux, convergence_of, in_petawatts
 
