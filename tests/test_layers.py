@@ -163,8 +163,10 @@ def test_a_run_outside_the_series_or_with_foreign_parameters_is_refused():
         ebm.integrate(ebm.Params(), model=TWO, years=1.0)
     with pytest.raises(ValueError, match="`feedback` must be"):
         TWO.Params(feedback=-1.0)
-    with pytest.raises(ValueError, match="`y0` must be a state of the model"):
+    with pytest.raises(ValueError, match="`T0` must be a state of the model"):
         ebm.integrate(PARAMS, model=TWO, years=1.0, T0={"T": 0.0})
+    with pytest.raises(ValueError, match="by name .* are the zonal model's, got 'warm'"):
+        ebm.integrate(PARAMS, model=TWO, years=1.0, T0="warm")
     with pytest.raises(ValueError, match="`layers` must be an integer >= 2"):
         ebm.NLayerModel(1)
     with pytest.raises(TypeError, match="takes the zonal model .* got TwoLayerModel"):
@@ -327,7 +329,7 @@ def test_steady_state_under_a_series_holds_one_year_and_refuses_bad_input():
     params = model.Params()
     state = ebm.equilibrium(params, model=model, t=1855.5)
     assert float(state.T) == pytest.approx(1.1 / float(params.feedback), rel=1e-12)
-    with pytest.raises(ValueError, match="leaves the forcing series' span"):
+    with pytest.raises(ValueError, match="within the forcing series' span"):
         ebm.equilibrium(params, model=model, t=1900.0)
     with pytest.raises(ValueError, match="`t` must be a finite number"):
         ebm.equilibrium(params, model=model, t=float("nan"))
@@ -554,3 +556,44 @@ def test_zonal_deep_ocean_steady_state_is_a_root_of_the_whole_model():
     difference = (mean(params.F2x + h) - mean(params.F2x - h)) / (2 * h)
     assert float(gradient.F2x) == pytest.approx(difference, rel=1e-6)
     assert abs(float(gradient.gamma)) < 1e-12
+
+
+def test_layer_steady_states_trace_and_mistakes_are_named(tmp_path):
+    # Under jit, with the forcing's time given; and a series traced under grad: the
+    # steady state at a time between two years weighs both values by half.
+    ramp = ebm.TwoLayerModel(forcing=ebm.OnePercentCO2())
+    at_70 = jax.jit(lambda p: ebm.equilibrium(p, model=ramp, t=70.0).T)(PARAMS)
+    expected = PARAMS.F2x * 70.0 * np.log2(1.01) / PARAMS.feedback
+    assert float(at_70) == pytest.approx(float(expected), rel=1e-12)
+    times = jnp.arange(1850.0, 1861.0)
+
+    def steady(values):
+        model = ebm.TwoLayerModel(forcing=ebm.ForcingSeries(times, values))
+        return ebm.equilibrium(PARAMS, model=model, t=1855.5).T
+
+    gradient = jax.grad(steady)(jnp.linspace(0.0, 2.0, 11))
+    weights = np.zeros(11)
+    weights[5:7] = 0.5 / float(PARAMS.feedback)
+    np.testing.assert_allclose(gradient, weights, atol=1e-12)
+    series = ebm.TwoLayerModel(forcing=ebm.ForcingSeries(times, jnp.ones(11)))
+    with pytest.raises(ValueError, match=r"within the forcing series' span \[1850"):
+        ebm.equilibrium(PARAMS, model=series, t=1900.0)
+    # Runs past the series' end are refused by every entry point, not extrapolated.
+    with pytest.raises(ValueError, match="leaves the forcing series' span"):
+        ebm.sensitivity(PARAMS, model=series, through="trajectory", years=20.0)
+    with pytest.raises(ValueError, match="leaves the forcing series' span"):
+        ebm.fit(
+            PARAMS, np.zeros(5), fit=("feedback",), model=series, through="trajectory",
+            times=np.arange(1857.0, 1862.0),
+        )  # fmt: skip
+    with pytest.raises(ValueError, match="are the zonal model's, got 'warm'"):
+        ebm.sensitivity(PARAMS, model=TWO, through="trajectory", years=5.0, T0="warm")
+    # Parameters of a layer model without its model; fit's zonal default.
+    with pytest.raises(TypeError, match="TwoLayerParams, not the zonal model's"):
+        ebm.equilibrium(PARAMS)
+    with pytest.raises(TypeError, match="TwoLayerParams, not the zonal model's"):
+        ebm.sensitivity(PARAMS)
+    with pytest.raises(ValueError, match="`fit` must name the parameters to fit"):
+        ebm.fit(PARAMS, 1.0, model=TWO)
+    with pytest.raises(TypeError, match="`run` must be an ebm.Run"):
+        ebm.plot_run(ebm.equilibrium(PARAMS, model=TWO))

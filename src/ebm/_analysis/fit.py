@@ -81,7 +81,7 @@ def fit(
     params: Params,
     target,
     *,
-    fit: Sequence[str] = ("D",),
+    fit: Sequence[str] | None = None,
     through: str = "equilibrium",
     times=None,
     T0=None,
@@ -104,7 +104,8 @@ def fit(
         of the protocol other than the zonal one, its surface temperature (of the
         shape `model.surface_temperature` gives: `()` for a global model), and
         snapshots of it.
-    - `fit`: the `Params` fields to fit (default `("D",)`).
+    - `fit`: the fields of `params` to fit (default `("D",)` for the zonal model;
+        named for any other).
     - `through`: `"equilibrium"` (misfit of `ebm.equilibrium(params).T`, implicit
         gradients) or `"trajectory"` (misfit of `ebm.integrate` at `times`, from
         `T0`, gradients under `adjoint`).
@@ -143,13 +144,19 @@ def fit(
         names the parameter values).
     """
     params, model = resolve(params, model, grid)
-    names = check_names(fit, "fit", type(params))
+    zonal = isinstance(model, EnergyBalanceModel)
+    if fit is None and not zonal:
+        raise ValueError(
+            f"`fit` must name the parameters to fit for {type(model).__name__} (its "
+            f"default, ('D',), is the zonal model's): one or more of "
+            f"{type(params).field_names()}."
+        )
+    names = check_names(("D",) if fit is None else fit, "fit", type(params))
     check_count("steps", steps, 1)
     target = _check_target(target)
     loss_fn = _loss_function(
         params, target, names, through, times, T0, model, start, adjoint
     )
-    zonal = isinstance(model, EnergyBalanceModel)
     if zonal:
         _check_fitted_parameters_enter(params, names, through, times, T0, model, start)
     if optimizer is None:

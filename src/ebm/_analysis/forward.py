@@ -13,10 +13,12 @@ from collections.abc import Sequence
 
 import diffrax
 import equinox as eqx
+import jax
 import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, Bool
 
+from .._layers.scenarios import AbstractScenario
 from .._model.parameters import params_checked
 from .._model.params import Params
 from .._model.protocol import AbstractModel
@@ -148,6 +150,19 @@ class ForwardProblem(eqx.Module):
 
     def __check_init__(self):
         check_through(self.through)
+        # A run of a model under a forcing scenario must stay within its span (a
+        # series'), checked here, where the run's length is known: inside the
+        # compiled solve the series is traced.
+        scenario = getattr(self.model, "forcing", None)
+        concrete = not isinstance(self.years, jax.core.Tracer)
+        if (
+            self.through == "trajectory"
+            and isinstance(scenario, AbstractScenario)
+            and self.years is not None
+            and concrete
+        ):
+            start = float(scenario.start)
+            scenario.check_span(start, start + float(self.years))
 
     def solve(self, params: Params) -> ForwardSolution:
         # The parameters are checked by the entry point before tracing (or map

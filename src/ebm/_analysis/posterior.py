@@ -373,6 +373,7 @@ def posterior(
         raise ImportError(
             'ebm.posterior needs blackjax: pip install "ebm-jax[bayes]".'
         ) from error
+    params, model = resolve(params, model, grid)
     container = type(params)
     if not isinstance(priors, Mapping) or not priors:
         raise ValueError(
@@ -397,7 +398,6 @@ def posterior(
         raise ValueError(
             f"`target_acceptance` must be in (0, 1), got {target_acceptance!r}."
         )
-    params, model = resolve(params, model, grid)
     zonal = isinstance(model, EnergyBalanceModel)
     # A run starts at its forcing's start (calendar years for a series).
     scenario = getattr(model, "forcing", None)

@@ -22,7 +22,7 @@ from .._model.model import EnergyBalanceModel
 from .._model.parameters import check_params
 from .._model.params import Params
 from .._model.protocol import AbstractModel
-from .._model.start import model_latitudes, resolve_any_model
+from .._model.start import check_zonal_params, model_latitudes, resolve_any_model
 from .._results import raise_if_failed
 from .._steady.equilibrium import NearFoldWarning, _near_fold_message
 from .forward import ForwardProblem, check_names, check_through, with_values
@@ -40,6 +40,7 @@ def resolve(params, model, grid):
 
     model = resolve_any_model(model, grid)
     if isinstance(model, EnergyBalanceModel):
+        check_zonal_params(params, model)
         return check_params(params), model
     return check_model_params(params, model), model
 

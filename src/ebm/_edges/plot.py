@@ -572,8 +572,16 @@ def plot_run(run, *, ax=None, path=None, title=None):
 
     **Raises:**
 
+    - `TypeError`: for a result that is not an `ebm.Run`.
     - `ValueError`: if the run saved no times, or `ax` is not one axes per panel.
     """
+    from .._layers.run import Run
+
+    if not isinstance(run, Run):
+        raise TypeError(
+            "`run` must be an ebm.Run (ebm.integrate of a model other than the zonal "
+            f"one), got {type(run).__name__}."
+        )
     if run.states is None:
         raise ValueError(
             "`run` has no saved times: integrate with `saveat=diffrax.SaveAt(ts=...)` "

@@ -69,6 +69,12 @@ def check_state(model: AbstractModel, params, y, name: str) -> PyTree:
     if y is None:
         return model.initial_state(params)
     expected = jax.eval_shape(lambda: model.initial_state(params))
+    if isinstance(y, str):
+        raise ValueError(
+            f"`{name}` must be a state of the model, shaped as "
+            f"{jax.tree.map(lambda s: s.shape, expected)}; the branches by name "
+            f"('present', 'warm', 'cold') are the zonal model's, got {y!r}."
+        )
     got = jax.eval_shape(lambda: jax.tree.map(jnp.asarray, y))
     if jax.tree.structure(got) != jax.tree.structure(expected) or any(
         a.shape != b.shape
@@ -124,7 +130,7 @@ def integrate_model(
         t0 = model.forcing.start
     if not isinstance(t0, jax.core.Tracer):  # (traced: checked where it was given)
         model.forcing.check_span(float(t0), t0 + years)
-    y0 = check_state(model, params, y0, "y0")
+    y0 = check_state(model, params, y0, "T0")
     adjoint = resolve_adjoint(adjoint)
     if solver is None:
         solver = model.default_solver()

@@ -157,6 +157,8 @@ class ForcingSeries(AbstractScenario):
         return self.times
 
     def check_span(self, t0: float, t1) -> None:
+        if isinstance(self.times, jax.core.Tracer):
+            return  # a series traced inside a compiled function: checked where given
         first, last = float(self.times[0]), float(self.times[-1])
         if isinstance(t1, jax.core.Tracer):
             t1 = t0  # a traced length is not known here; its start still is

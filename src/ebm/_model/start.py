@@ -126,3 +126,21 @@ def model_latitudes(model):
     global one."""
     grid = model_grid(model)
     return None if grid is None else grid.lat
+
+
+def check_zonal_params(params, model: EnergyBalanceModel) -> None:
+    """Refuse the parameters of another model (a layer model's, say) given to the
+    zonal one, naming the model they belong to, before any check of their values."""
+    from .parameters import AbstractParams
+
+    needed = set(model.Params.field_names())
+    if isinstance(params, AbstractParams) and not needed <= set(
+        type(params).field_names()
+    ):
+        missing = sorted(needed - set(type(params).field_names()))
+        raise TypeError(
+            f"`params` are {type(params).__name__}, not the zonal model's parameters "
+            f"({model.Params.__name__}: they lack {', '.join(missing[:4])}"
+            f"{', ...' if len(missing) > 4 else ''}): pass the model they belong to "
+            "as `model=` (e.g. model=ebm.TwoLayerModel())."
+        )

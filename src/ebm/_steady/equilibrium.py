@@ -49,7 +49,12 @@ from .._model.model import (
 from .._model.parameters import check_params
 from .._model.params import Params
 from .._model.protocol import AbstractModel
-from .._model.start import initial_profile, resolve_any_model, resolve_model
+from .._model.start import (
+    check_zonal_params,
+    initial_profile,
+    resolve_any_model,
+    resolve_model,
+)
 from .._numerics.implicit import ImplicitAdjoint
 from .._numerics.pseudo_transient import PseudoTransientContinuation
 from .._numerics.tridiagonal import (
@@ -248,6 +253,7 @@ def equilibrium(
             f"its `forcing` parameter (W m-2), and it takes no `t` (got t={t!r})."
         )
     model = resolve_model(model, grid)
+    check_zonal_params(params, model)
     params = check_params(params)
     # Checked here, not inside jit, so that a bad start is a ValueError at once.
     T0 = initial_profile(start, params, model.grid)

@@ -18,9 +18,12 @@ state under the forcing of time $t$ is the root $f(t, y^*; \theta) = 0$:
     derivative (the deep ocean's `gamma`, `C_deep` and `efficacy` do not move it).
 """
 
+import math
+
 import equinox as eqx
 import jax
 import jax.numpy as jnp
+import numpy as np
 import optimistix as optx
 from jaxtyping import Array, Bool, Int, PyTree
 
@@ -74,17 +77,34 @@ class SteadyState(eqx.Module):
         return self.result == RESULTS.successful
 
 
-def _forcing_time(model: AbstractModel, t) -> float:
+def _forcing_time(model: AbstractModel, t):
     """`t`, or the start of the model's forcing scenario (0 without one), once the
-    scenario covers it."""
+    scenario covers it (where both are known: a traced `t` or series is checked
+    where it was given)."""
     scenario = getattr(model, "forcing", None)
     if t is None:
-        return 0.0 if scenario is None else float(scenario.start)
-    if isinstance(t, bool) or not isinstance(t, (int, float)) or not jnp.isfinite(t):
+        return 0.0 if scenario is None else scenario.start
+    if isinstance(t, (bool, np.bool_)) or np.ndim(t) != 0:
+        raise ValueError(f"`t` must be one number of years, got {t!r}.")
+    if isinstance(t, jax.core.Tracer):
+        return t
+    try:
+        value = float(t)
+    except (TypeError, ValueError):
+        value = math.nan
+    if not math.isfinite(value):
         raise ValueError(f"`t` must be a finite number of years, got {t!r}.")
-    if scenario is not None:
-        scenario.check_span(float(t), float(t))
-    return float(t)
+    times = getattr(scenario, "times", None)
+    if times is not None and not isinstance(times, jax.core.Tracer):
+        first, last = float(times[0]), float(times[-1])
+        if not first <= value <= last:
+            raise ValueError(
+                f"`t` must be within the forcing series' span [{first:g}, {last:g}] "
+                f"(years), got t={value:g}."
+            )
+    elif scenario is not None:
+        scenario.check_span(value, value)
+    return value
 
 
 def model_equilibrium(
