@@ -60,11 +60,11 @@ from ._edges.plot import (
     plot_fit as plot_fit,
     plot_heat_transport as plot_heat_transport,
     plot_memory_scaling as plot_memory_scaling,
-    plot_run as plot_run,
     plot_seasonal_cycle as plot_seasonal_cycle,
     plot_sensitivity as plot_sensitivity,
     plot_trajectory as plot_trajectory,
 )
+from ._edges.plot_run import plot_run as plot_run
 from ._layers.base import AbstractLayerModel as AbstractLayerModel
 from ._layers.deep_ocean import DeepOceanModel as DeepOceanModel
 from ._layers.metrics import (

@@ -168,7 +168,7 @@ def run(arguments) -> dict:
         report["polar_amplification"] = float(polar_amplification(params, model))
 
     def plot(path):
-        from .._edges.plot import plot_run
+        from .._edges.plot_run import plot_run
 
         plot_run(
             trajectory,

@@ -1,0 +1,92 @@
+"""Plots of a run of a model other than the zonal one (see `_edges/plot.py` for
+the zonal model's)."""
+
+import numpy as np
+
+from .plot import _axes, _failure, _mark_failure, _save
+
+
+def plot_run(run, *, ax=None, path=None, title=None):
+    """Each variable of a run against time: one line per scalar variable and per
+    layer of a layered one (an `ebm.Run` of an ocean-layer model), and for each
+    variable on latitudes (the zonal model over a deep ocean) a panel of its change
+    from the first saved time against time and latitude.
+
+    **Arguments:**
+
+    - `run`: an `ebm.Run` with saved times (`ts`, `states`).
+    - `ax`: a matplotlib axes to draw on, or a sequence of one per panel (default:
+        a new figure).
+    - `path`: if given, save the figure there.
+    - `title`: the first panel's title.
+
+    **Returns:**
+
+    The matplotlib `Figure` drawn on.
+
+    **Raises:**
+
+    - `TypeError`: for a result that is not an `ebm.Run`.
+    - `ValueError`: if the run saved no times, or `ax` is not one axes per panel.
+    """
+    from .._layers.run import Run
+
+    if not isinstance(run, Run):
+        raise TypeError(
+            "`run` must be an ebm.Run (ebm.integrate of a model other than the zonal "
+            f"one), got {type(run).__name__}."
+        )
+    if run.states is None:
+        raise ValueError(
+            "`run` has no saved times: integrate with `saveat=diffrax.SaveAt(ts=...)` "
+            "to plot it."
+        )
+    on_lat = [v for v in run.variables if "lat" in v.dims]
+    lines = [v for v in run.variables if "lat" not in v.dims]
+    panels = len(on_lat) + (1 if lines else 0)
+    fig, axes = _axes(ax, panels, figsize=(7 * panels, 4.5))
+    axes = [axes] if panels == 1 else list(np.ravel(np.asarray(axes, object)))
+    years = np.asarray(run.ts)
+    if lines:
+        line_ax = axes[-1]
+        for variable in lines:
+            values = np.asarray(run.states[variable.name]).reshape(len(years), -1)
+            for k in range(values.shape[1]):
+                label = variable.long_name
+                if values.shape[1] > 1:
+                    label += f", {variable.dims[0]} {k + 2}"
+                line_ax.plot(
+                    years, values[:, k], label=label, ls="-" if k == 0 else "--"
+                )
+        line_ax.set_xlabel("time (years)")
+        line_ax.set_ylabel(" / ".join(sorted({v.units for v in lines})))
+        line_ax.legend(loc="upper left", fontsize=8)
+    for variable, panel in zip(on_lat, axes):
+        from .._model.grid import Grid
+
+        values = np.asarray(run.states[variable.name])
+        change = values - values[:1]
+        # ebm's grids are uniform in latitude: the cells follow from their number.
+        lat = Grid(values.shape[-1]).lat
+        limit = float(np.nanmax(np.abs(change))) or 1.0
+        mesh = panel.pcolormesh(
+            years,
+            np.asarray(lat),
+            change.T,
+            shading="nearest",
+            cmap="RdBu_r",
+            vmin=-limit,
+            vmax=limit,
+        )
+        # (degC and K differ by an offset, which a change does not have.)
+        units = "K" if variable.units in ("degC", "K") else variable.units
+        fig.colorbar(mesh, ax=panel, label=f"{variable.name}: change ({units})")
+        panel.set_title(variable.long_name, fontsize=9)
+        panel.set_xlabel("time (years)")
+        panel.set_ylabel("latitude (degrees north)")
+    if panels == 1:
+        _mark_failure(axes[0], title or "run", _failure(run))
+    else:
+        _mark_failure(fig, title or "run", _failure(run), figure=True)
+    _save(fig, path)
+    return fig
