@@ -97,16 +97,12 @@ class LayerMetric(eqx.Module):
     name: str = eqx.field(static=True)
 
     def __call__(self, params):
-        from .._layers.metrics import _ecs, _integrals_jit, _scenario
-        from .._layers.scenarios import AbruptCO2, OnePercentCO2
+        from .._layers.metrics import ecs_and_result, tcr_and_result
 
         if self.name == "ecs":
-            value, result = _ecs(_scenario(self.model, AbruptCO2(2.0)), params)
+            value, result = ecs_and_result(params, self.model)
         else:
-            model = _scenario(self.model, OnePercentCO2())
-            ts = jnp.array([60.0, 80.0])
-            integrals, result = _integrals_jit(model, params, ts, 2**14)
-            value = (integrals[1, 0] - integrals[0, 0]) / 20.0
+            value, result = tcr_and_result(params, self.model)
         return jnp.where(result == RESULTS.successful, value, jnp.nan)
 
 

@@ -38,6 +38,7 @@ from .forward import (
     check_through,
     check_times,
     from_unconstrained,
+    run_start,
     to_unconstrained,
     with_values,
 )
@@ -385,10 +386,7 @@ def _loss_function(
 ) -> _Loss:
     check_through(through)
     shape = observable_shapes(model, params)["T"]
-    # A run starts at its forcing's start (calendar years for a series).
-    scenario = getattr(model, "forcing", None)
-    zonal = isinstance(model, EnergyBalanceModel)
-    t0 = 0.0 if zonal or scenario is None else float(scenario.start)
+    t0 = run_start(model)
     if through == "equilibrium":
         if target.shape != shape:
             raise ValueError(

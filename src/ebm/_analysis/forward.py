@@ -93,6 +93,14 @@ def check_times(times, start: float = 0.0) -> np.ndarray:
     return times
 
 
+def run_start(model) -> float:
+    """Where a run of `model` starts, years on its forcing's clock: the start of its
+    forcing scenario (calendar years for an `ebm.ForcingSeries`), or 0 for a model
+    without one (the zonal model, whose forcing is a parameter)."""
+    scenario = getattr(model, "forcing", None)
+    return float(scenario.start) if isinstance(scenario, AbstractScenario) else 0.0
+
+
 class ForwardSolution(eqx.Module):
     """What a `ForwardProblem` gives for one parameter set.
 
@@ -161,7 +169,7 @@ class ForwardProblem(eqx.Module):
             and self.years is not None
             and concrete
         ):
-            start = float(scenario.start)
+            start = run_start(self.model)
             scenario.check_span(start, start + float(self.years))
 
     def solve(self, params: Params) -> ForwardSolution:

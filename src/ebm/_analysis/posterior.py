@@ -54,7 +54,7 @@ from .._progress import HostProgress
 from .._results import raise_if_failed
 from .._steady.equilibrium import equilibrium, initial_profile
 from .derived import DERIVED_ATTRS, PROTOCOL_ATTRS, check_derived, derive
-from .forward import ForwardProblem, check_names, with_values
+from .forward import ForwardProblem, check_names, run_start, with_values
 from .log_posterior import (
     LogPosterior,
     check_noise,
@@ -399,9 +399,7 @@ def posterior(
             f"`target_acceptance` must be in (0, 1), got {target_acceptance!r}."
         )
     zonal = isinstance(model, EnergyBalanceModel)
-    # A run starts at its forcing's start (calendar years for a series).
-    scenario = getattr(model, "forcing", None)
-    t0 = 0.0 if zonal or scenario is None else float(scenario.start)
+    t0 = run_start(model)
     observed = check_observed(
         observed, through, times, observable_shapes(model, params), t0
     )

@@ -108,11 +108,14 @@ def tcr(params, model) -> jax.Array:
         own forcing is replaced by `ebm.OnePercentCO2()`.
     """
     params = check_model_params(params, model)
-    integrals, result = _integrals(
-        _scenario(model, OnePercentCO2()), params, np.array([60.0, 80.0])
-    )
-    value = (integrals[1, 0] - integrals[0, 0]) / 20.0
-    return raise_if_failed(value, result)
+    return raise_if_failed(*tcr_and_result(params, model))
+
+
+def tcr_and_result(params, model):
+    """`(TCR, result code)`, unchecked (see `ebm.tcr`)."""
+    ramp = _scenario(model, OnePercentCO2())
+    integrals, result = _integrals(ramp, params, np.array([60.0, 80.0]))
+    return (integrals[1, 0] - integrals[0, 0]) / 20.0, result
 
 
 def polar_weights(grid, latitude: float = 60.0) -> jax.Array:
@@ -233,8 +236,12 @@ def ecs(params, model) -> jax.Array:
         `ebm.AbruptCO2(2.0)`.
     """
     params = check_model_params(params, model)
-    value, result = _ecs(_scenario(model, AbruptCO2(2.0)), params)
-    return raise_if_failed(value, result)
+    return raise_if_failed(*ecs_and_result(params, model))
+
+
+def ecs_and_result(params, model):
+    """`(ECS, result code)`, unchecked (see `ebm.ecs`)."""
+    return _ecs(_scenario(model, AbruptCO2(2.0)), params)
 
 
 @eqx.filter_jit
