@@ -132,12 +132,14 @@ def check_zonal_params(params, model: EnergyBalanceModel) -> None:
     """Refuse the parameters of another model (a layer model's, say) given to the
     zonal one, naming the model they belong to, before any check of their values."""
     from .parameters import AbstractParams
+    from .params import Params
 
-    needed = set(model.Params.field_names())
-    if isinstance(params, AbstractParams) and not needed <= set(
-        type(params).field_names()
-    ):
-        missing = sorted(needed - set(type(params).field_names()))
+    if not isinstance(params, AbstractParams):
+        return
+    missing = sorted(set(model.Params.field_names()) - set(type(params).field_names()))
+    # (Parameters that lack only a term of one's own's are refused, with that
+    # term's parameter named, where they are read.)
+    if set(missing) & set(Params.field_names()):
         raise TypeError(
             f"`params` are {type(params).__name__}, not the zonal model's parameters "
             f"({model.Params.__name__}: they lack {', '.join(missing[:4])}"
