@@ -73,6 +73,16 @@ def assert_gradient_matches_fd(
         )
 
 
+def abrupt_exact(model, params, t, factor=4.0):
+    """The exact solution of a global layer model's abrupt-`factor` x CO2 run at
+    `t` years, from rest: `A^-1 (e^{At} - I) b F`."""
+    matrix, b = model.system(params)
+    forcing = params.F2x * jnp.log2(factor)
+    propagator = jax.scipy.linalg.expm(matrix * t)
+    eye = jnp.eye(matrix.shape[0])
+    return jnp.linalg.solve(matrix, (propagator - eye) @ b) * forcing
+
+
 # Long enough for a 2-core machine kept busy by another process (the multi-process
 # tests' slowest worker takes minutes there); a hang still ends.
 SUBPROCESS_TIMEOUT = 3600

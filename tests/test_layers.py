@@ -9,22 +9,13 @@ import numpy as np
 import pytest
 
 import ebm
-from helpers import replace
+from helpers import abrupt_exact, replace
 
 
 TWO = ebm.TwoLayerModel(forcing=ebm.AbruptCO2(4.0))
 # Efficacy away from 1 (Geoffroy et al. 2013, Part II): N is not F - lambda T.
 PARAMS = TWO.Params(efficacy=1.3)
 YEARS = jnp.asarray(40.0)
-
-
-def _exact(model, params, t, factor=4.0):
-    """The abrupt experiment's exact solution, `A^-1 (e^{At} - I) b F`."""
-    matrix, b = model.system(params)
-    forcing = params.F2x * jnp.log2(factor)
-    propagator = jax.scipy.linalg.expm(matrix * t)
-    eye = jnp.eye(matrix.shape[0])
-    return jnp.linalg.solve(matrix, (propagator - eye) @ b) * forcing
 
 
 def _surface(params, adjoint):
@@ -35,7 +26,7 @@ def test_abrupt_run_matches_the_matrix_exponential():
     run = ebm.integrate(
         PARAMS, model=TWO, years=YEARS, saveat=diffrax.SaveAt(ts=jnp.arange(41.0))
     )
-    exact = jax.vmap(lambda t: _exact(TWO, PARAMS, t))(run.ts)
+    exact = jax.vmap(lambda t: abrupt_exact(TWO, PARAMS, t))(run.ts)
     np.testing.assert_allclose(run.Ts, exact[:, 0], rtol=1e-7, atol=1e-9)
     np.testing.assert_allclose(run.states["T_deep"], exact[:, 1], rtol=1e-7, atol=1e-9)
     assert run.variables[1].name == "T_deep" and run.variables[1].units == "K"
@@ -43,7 +34,7 @@ def test_abrupt_run_matches_the_matrix_exponential():
 
 @pytest.mark.parametrize("adjoint", ["recursive", "direct", "backsolve", "forward"])
 def test_gradient_under_every_adjoint_matches_the_exact_solutions(adjoint):
-    exact = jax.grad(lambda p: _exact(TWO, p, YEARS)[0])(PARAMS)
+    exact = jax.grad(lambda p: abrupt_exact(TWO, p, YEARS)[0])(PARAMS)
     if adjoint == "forward":
         derivative = jax.jacfwd(lambda p: _surface(p, adjoint))(PARAMS)
     else:
@@ -240,7 +231,7 @@ def test_sensitivity_and_hessian_of_a_layer_model_match_the_exact_solution():
     years = 20.0
 
     def exact(params):
-        return _exact(TWO, params, years)[0]
+        return abrupt_exact(TWO, params, years)[0]
 
     result = ebm.sensitivity(PARAMS, model=TWO, through="trajectory", years=years)
     assert result.lat is None and result.names == TWO.Params.field_names()

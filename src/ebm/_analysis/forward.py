@@ -18,7 +18,7 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, Bool
 
-from .._layers.scenarios import AbstractScenario
+from .._layers.scenarios import AbstractScenario, run_start
 from .._model.parameters import params_checked
 from .._model.params import Params
 from .._model.protocol import AbstractModel
@@ -91,14 +91,6 @@ def check_times(times, start: float = 0.0) -> np.ndarray:
             f"`times` must be increasing and {after} (years), got {times}."
         )
     return times
-
-
-def run_start(model) -> float:
-    """Where a run of `model` starts, years on its forcing's clock: the start of its
-    forcing scenario (calendar years for an `ebm.ForcingSeries`), or 0 for a model
-    without one (the zonal model, whose forcing is a parameter)."""
-    scenario = getattr(model, "forcing", None)
-    return float(scenario.start) if isinstance(scenario, AbstractScenario) else 0.0
 
 
 class ForwardSolution(eqx.Module):

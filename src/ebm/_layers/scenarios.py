@@ -149,8 +149,10 @@ class ForcingSeries(AbstractScenario):
     def start(self):
         """The series' first time, years: a float, or the traced first time where
         the series is traced (a model given to a compiled function)."""
-        first = self.times[0]
-        return first if isinstance(first, jax.core.Tracer) else float(first)
+        if isinstance(self.times, jax.core.Tracer):
+            return self.times[0]
+        # On the host: under a trace even a concrete array's `[0]` would be staged.
+        return float(np.asarray(self.times)[0])
 
     @property
     def kinks(self) -> Float[Array, " kinks"]:
@@ -159,7 +161,8 @@ class ForcingSeries(AbstractScenario):
     def check_span(self, t0: float, t1) -> None:
         if isinstance(self.times, jax.core.Tracer):
             return  # a series traced inside a compiled function: checked where given
-        first, last = float(self.times[0]), float(self.times[-1])
+        times = np.asarray(self.times)  # on the host (see `start`)
+        first, last = float(times[0]), float(times[-1])
         if isinstance(t1, jax.core.Tracer):
             t1 = t0  # a traced length is not known here; its start still is
         end = float(t1)
@@ -169,3 +172,11 @@ class ForcingSeries(AbstractScenario):
                 f"forcing series' span [{first}, {last}] (years): start within it "
                 "(`t0`) and end by its last time (`years`)."
             )
+
+
+def run_start(model) -> float:
+    """Where a run of `model` starts, years on its forcing's clock: the start of its
+    forcing scenario (calendar years for an `ebm.ForcingSeries`), or 0 for a model
+    without one (the zonal model, whose forcing is a parameter)."""
+    scenario = getattr(model, "forcing", None)
+    return float(scenario.start) if isinstance(scenario, AbstractScenario) else 0.0

@@ -50,10 +50,12 @@ from jaxtyping import Array, Float, Int
 
 from .._checks import check_count, refuse_if
 from .._custom_types import Scalar, Temperature
+from .._layers.run import Run
 from .._model.grid import Grid
 from .._model.model import EnergyBalanceModel
 from .._model.parameters import check_params
 from .._model.params import Params
+from .._model.protocol import state_arrays
 from .._model.start import initial_profile, resolve_model
 from .._progress import progress_meter
 from .._results import (
@@ -63,6 +65,7 @@ from .._results import (
     with_result_names,
 )
 from .checkpoints import resolve_checkpoint, spellings
+from .fixed_model import _is_other_model, check_flat_stepper, flat_problem
 from .options import (
     BACKSOLVE_HORIZON,
     TRACED_MAX_STEPS,
@@ -403,7 +406,7 @@ def integrate_fixed(
     grid: Grid | None = None,
     model: EnergyBalanceModel | None = None,
     T0=None,
-    stepper="imex",
+    stepper=None,
     checkpoint="sqrt",
     error_tolerance=None,
     throw: bool = True,
@@ -425,12 +428,20 @@ def integrate_fixed(
     - `params`: the physical parameters.
     - `dt`: the step, years (> 0).
     - `steps`: how many steps (a Python integer >= 1; the run lasts `steps * dt`).
-    - `grid`, `model`: as for `ebm.equilibrium` (give one at most).
-    - `T0`: initial profile, as for `ebm.integrate` (default `"present"`).
-    - `stepper`: `"imex"` (default; diffusion implicit, unconditionally stable),
-        `"explicit"` (forward Euler, for steps below the diffusive limit),
-        `"implicit"` (linearly implicit Euler), `"rosenbrock"` (`ebm.Rosenbrock2`,
-        second order), or an `ebm.AbstractStepper`.
+    - `grid`, `model`: as for `ebm.equilibrium` (give one at most). `model` may be
+        any model of the protocol (`ebm.TwoLayerModel`, `ebm.DeepOceanModel`, ...):
+        its state is stepped as one flat vector, with the model's own Jacobian
+        (`model.jacobian`) as a dense matrix in the implicit steppers, from the
+        start of its forcing (calendar years for a series).
+    - `T0`: initial profile, as for `ebm.integrate` (default `"present"`; for
+        another model, a state shaped as its `initial_state`, which is the
+        default).
+    - `stepper`: `"imex"` (the zonal model's default; diffusion implicit,
+        unconditionally stable), `"explicit"` (forward Euler, for steps below the
+        diffusive limit), `"implicit"` (linearly implicit Euler), `"rosenbrock"`
+        (`ebm.Rosenbrock2`, second order; the default for the other models, which
+        have no split of transport from the rest for `"imex"`), or an
+        `ebm.AbstractStepper`.
     - `checkpoint`: the reverse-mode schedule: `"none"`, `"step"`, `"sqrt"`
         (default), `("nested", levels)`, `("binomial", checkpoints)`, `"recursive"`
         or `("recursive", checkpoints)` (diffrax's `RecursiveCheckpointAdjoint`),
@@ -447,7 +458,8 @@ def integrate_fixed(
 
     **Returns:**
 
-    An `ebm.Trajectory` of the final state (`ts`, `Ts` are `None`).
+    An `ebm.Trajectory` of the final state (`ts`, `Ts` are `None`); an `ebm.Run`
+    of the final state for another model of the protocol.
 
     **Raises:**
 
@@ -458,12 +470,21 @@ def integrate_fixed(
         above the stability limit, a non-finite state, or the error estimate above
         `error_tolerance`).
     """
-    model = resolve_model(model, grid)
-    params = check_params(params)
+    other = _is_other_model(model)
+    if other:
+        # A model of the protocol as a vector field on its flat state.
+        model, params, T0 = flat_problem(params, model, grid, T0, dt, steps)
+    else:
+        model = resolve_model(model, grid)
+        params = check_params(params)
+        T0 = initial_profile("present" if T0 is None else T0, params, model.grid, "T0")
     check_count("steps", steps, 1)
     _check_positive("dt", dt)
-    T0 = initial_profile("present" if T0 is None else T0, params, model.grid, "T0")
-    stepper = resolve_stepper(stepper)
+    stepper = resolve_stepper(
+        ("rosenbrock" if other else "imex") if stepper is None else stepper
+    )
+    if other:
+        check_flat_stepper(stepper, model.model)
     error_tolerance = resolve_error_tolerance(error_tolerance, stepper)
     checkpoint = resolve_checkpoint(checkpoint)
     limit = check_stability(stepper, model, params, T0, dt, throw)
@@ -475,7 +496,7 @@ def integrate_fixed(
             "`dt` must be positive and finite (years).",
         )
     try:
-        trajectory = _integrate_fixed(
+        trajectory = (_integrate_fixed_flat if other else _integrate_fixed)(
             params,
             jnp.asarray(dt, dtype=float),  # traced: any step shares the program
             steps,
@@ -499,10 +520,10 @@ def integrate_fixed(
     return trajectory
 
 
-@eqx.filter_jit
-def _integrate_fixed(
+def _fixed_run(
     params, dt, steps, model, T0, stepper, checkpoint, error_tolerance, limit
-) -> Trajectory:
+):
+    """The final state of `steps` fixed steps, and the run's result."""
     if limit is None:
         limit = stability_limit(stepper, model, params, T0)
     unstable = dt > limit
@@ -511,7 +532,34 @@ def _integrate_fixed(
     carry = (T0, jnp.zeros_like(T0), jnp.zeros((), T0.dtype))
     T, _, step_error = checkpoint.loop(_fixed_step, carry, args, steps)
     finite = jnp.all(jnp.isfinite(T))
-    result = fixed_step_result(finite, step_error, unstable, error_tolerance)
+    return T, fixed_step_result(finite, step_error, unstable, error_tolerance)
+
+
+@eqx.filter_jit
+def _integrate_fixed_flat(params, dt, steps, model, *args):
+    """`_fixed_run` of a protocol model (a `FlatModel`), as an `ebm.Run`."""
+    v, result = _fixed_run(params, dt, steps, model, *args)
+    y = model.unflatten(v)
+    return Run(
+        state=state_arrays(model.model, y),
+        ts=None,
+        states=None,
+        T=model.model.surface_temperature(y),
+        Ts=None,
+        global_mean=model.model.global_mean(y),
+        variables=model.model.variables,
+        result=result,
+        num_steps=jnp.asarray(steps),
+    )
+
+
+@eqx.filter_jit
+def _integrate_fixed(
+    params, dt, steps, model, T0, stepper, checkpoint, error_tolerance, limit
+) -> Trajectory:
+    T, result = _fixed_run(
+        params, dt, steps, model, T0, stepper, checkpoint, error_tolerance, limit
+    )
     return Trajectory(
         T=T,
         lat=model.grid.lat,

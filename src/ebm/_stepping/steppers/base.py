@@ -46,6 +46,7 @@ from ..._custom_types import Scalar, Temperature
 from ..._model.model import EnergyBalanceModel
 from ..._model.params import Params
 from ..._numerics.tridiagonal import TridiagonalMatrix, probe_tridiagonal
+from .flat import FlatModel
 
 
 class AbstractStepper(eqx.Module):
@@ -120,9 +121,22 @@ def _named_tendency(model, t, T, params):
 
 
 def _named_linearisation(model, t, T, params) -> tuple[Temperature, TridiagonalMatrix]:
-    """The (named) tendency and its probed Jacobian, from one linearisation."""
-    tendency, jacobian = _linearise(lambda T: model(t, T, params), T)
+    """The (named) tendency and its Jacobian: probed (tridiagonal) for the zonal
+    model, from one linearisation; the model's own operator, materialised, for
+    another model of the protocol (`FlatModel`)."""
+    if isinstance(model, FlatModel):
+        tendency, jacobian = model(t, T, params), model.jacobian(t, T, params)
+    else:
+        tendency, jacobian = _linearise(lambda T: model(t, T, params), T)
     return checkpoint_name(tendency, "ebm_tendency"), jacobian
+
+
+def _full_jacobian(model, params, T0) -> TridiagonalMatrix:
+    """The Jacobian of the whole tendency at `T0` and `t = 0`, as
+    `_named_linearisation` finds it, for a stability limit."""
+    if isinstance(model, FlatModel):
+        return model.jacobian(0.0, T0, params)
+    return _jacobian(lambda T: model.tendency(T, params, 0.0), T0)
 
 
 def _limit(matrix: TridiagonalMatrix, multiple) -> Scalar:

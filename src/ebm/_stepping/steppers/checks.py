@@ -17,6 +17,8 @@ from ..._model.model import EnergyBalanceModel
 from ..._model.params import Params
 from ..._results import RESULTS
 from .base import AbstractStepper
+from .explicit_euler import ExplicitEuler
+from .flat import FlatModel
 
 
 ERROR_MEMORY = 1.0
@@ -24,8 +26,15 @@ ERROR_MEMORY = 1.0
 `accumulate_error`)."""
 
 
-def stability_advice(stepper: AbstractStepper) -> tuple[str, str]:
-    """What bounds `stepper`'s step (a formula) and the other stepper to use."""
+def stability_advice(stepper: AbstractStepper, model=None) -> tuple[str, str]:
+    """What bounds `stepper`'s step (a formula) and the other stepper to use (for a
+    model of the protocol stepped as a `FlatModel`, in terms of its Jacobian: the
+    steppers' own words are the zonal model's)."""
+    if isinstance(model, FlatModel):
+        bound = "set by the eigenvalues of the model's Jacobian at the start"
+        if isinstance(stepper, ExplicitEuler):
+            return bound, "stepper='rosenbrock' or 'implicit' (L-stable)"
+        return bound, "a smaller `dt`"
     return stepper.stability_bound, stepper.stability_alternative
 
 
@@ -65,7 +74,7 @@ def check_stability(
     if not throw or float(dt) <= float(limit):
         return limit
     dt, limit = float(dt), float(limit)
-    formula, alternative = stability_advice(stepper)
+    formula, alternative = stability_advice(stepper, model)
     name = type(stepper).__name__
     where = f"{name}'s stability limit here is {limit:.4g} years, {formula}"
     if steps_per_year is None:

@@ -8,7 +8,13 @@ Jacobian; for diffusion $|\lambda| \approx 4D/(C\Delta\phi^2)$ (about one per da
 
 from typing import ClassVar
 
-from .base import AbstractStepper, _doubling_error, _jacobian, _limit, _named_tendency
+from .base import (
+    AbstractStepper,
+    _doubling_error,
+    _full_jacobian,
+    _limit,
+    _named_tendency,
+)
 
 
 class ExplicitEuler(AbstractStepper):
@@ -36,6 +42,6 @@ class ExplicitEuler(AbstractStepper):
         return T_next, error
 
     def stability_limit(self, model, params, T0):
-        jacobian = _jacobian(lambda T: model.tendency(T, params, 0.0), T0)
+        jacobian = _full_jacobian(model, params, T0)
         # Forward Euler needs dt |lambda| <= 2 for the fastest decay, -lambda_min(J).
         return _limit(jacobian.shifted(0.0), 2.0)

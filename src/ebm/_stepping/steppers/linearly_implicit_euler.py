@@ -16,7 +16,7 @@ from typing import ClassVar
 from .base import (
     AbstractStepper,
     _doubling_error,
-    _jacobian,
+    _full_jacobian,
     _limit,
     _named_linearisation,
 )
@@ -52,6 +52,6 @@ class LinearlyImplicitEuler(AbstractStepper):
         return T_next, error
 
     def stability_limit(self, model, params, T0):
-        jacobian = _jacobian(lambda T: model.tendency(T, params, 0.0), T0)
+        jacobian = _full_jacobian(model, params, T0)
         # R(z) = 1 / (1 - z) changes sign at z = dt lambda_max(J) = 1.
         return _limit(jacobian, 1.0)

@@ -27,7 +27,7 @@ from typing import ClassVar
 
 import jax
 
-from .base import AbstractStepper, _jacobian, _limit, _named_linearisation
+from .base import AbstractStepper, _full_jacobian, _limit, _named_linearisation
 
 
 # ROS2's gamma: 1 + 1/sqrt(2) makes the stability function vanish at infinity.
@@ -68,7 +68,7 @@ class Rosenbrock2(AbstractStepper):
         return T + dt * (1.5 * k1 + 0.5 * k2), error
 
     def stability_limit(self, model, params, T0):
-        jacobian = _jacobian(lambda T: model.tendency(T, params, 0.0), T0)
+        jacobian = _full_jacobian(model, params, T0)
         # R(z) = (1 - (2 gamma - 1) z) / (1 - gamma z)^2 turns negative at
         # z = dt lambda_max(J) = 1 / (2 gamma - 1) = sqrt(2) - 1.
         return _limit(jacobian, 1.0 / (2.0 * _ROS2_GAMMA - 1.0))

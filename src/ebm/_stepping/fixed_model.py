@@ -1,0 +1,53 @@
+"""`ebm.integrate_fixed` for a model of the protocol other than the zonal one: its
+state stepped as one flat vector (`FlatModel`)."""
+
+import jax
+
+from .._layers.run import check_model_params, check_state
+from .._layers.scenarios import run_start
+from .._model.model import EnergyBalanceModel
+from .._model.protocol import AbstractModel
+from .steppers.base import AbstractStepper
+from .steppers.flat import FlatModel
+from .steppers.imex_euler import IMEXEuler
+
+
+def _is_other_model(model) -> bool:
+    """Whether `model` is a model of the protocol other than the zonal one."""
+    return isinstance(model, AbstractModel) and not isinstance(
+        model, EnergyBalanceModel
+    )
+
+
+def flat_problem(params, model: AbstractModel, grid, T0, dt, steps):
+    """`(FlatModel, params, flat start)` for `model`, from its forcing's start.
+
+    **Raises:**
+
+    - `ValueError`: for a `grid` (the model carries its own), a `T0` not shaped as
+        the model's state, or a run outside its forcing series' span.
+    - `TypeError`: for parameters that are not `model.Params`.
+    """
+    if grid is not None:
+        raise ValueError(
+            f"`grid` is for the zonal model; {type(model).__name__} has none."
+        )
+    params = check_model_params(params, model)
+    y0 = check_state(model, params, T0, "T0")
+    t0 = run_start(model)
+    known = not any(isinstance(x, jax.core.Tracer) for x in (dt, steps))
+    if known and hasattr(model, "forcing"):
+        model.forcing.check_span(t0, t0 + float(dt) * int(steps))
+    flat = FlatModel.around(model, y0, t0)
+    return flat, params, flat.flatten(y0)
+
+
+def check_flat_stepper(stepper: AbstractStepper, model: AbstractModel) -> None:
+    """Refuse `IMEXEuler` for a model without the zonal model's split of transport
+    (implicit) from the local terms (explicit)."""
+    if isinstance(stepper, IMEXEuler):
+        raise ValueError(
+            f"stepper='imex' splits the zonal model's diffusion from its local terms; "
+            f"{type(model).__name__} has no such split. Use stepper='rosenbrock' "
+            "(the default here), 'implicit' or 'explicit'."
+        )
