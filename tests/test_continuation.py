@@ -472,3 +472,54 @@ def test_fold_progress_on_stderr_without_changing_the_fold(capfd):
     output = capfd.readouterr()
     assert "100.00%|" in output.err and output.out == ""
     assert float(shown.value) == float(quiet.value)
+
+
+def test_a_deep_ocean_model_folds_where_its_surface_does_under_its_forcing():
+    surface = ebm.EnergyBalanceModel(grid=ebm.Grid(12))
+    model = ebm.DeepOceanModel(surface=surface, forcing=ebm.AbruptCO2(2.0))
+    params = model.Params()
+
+    def snowball(p):
+        return ebm.fold(p, "S0", stop=1000.0, model=model)
+
+    found = snowball(params)
+    # A root of the whole model's own tendency, the deep ocean at the surface's
+    # temperature, at a fold: the surface block of its Jacobian is singular there.
+    at = eqx.tree_at(lambda p: p.S0, params, found.value)
+    state = {"T": found.T, "T_deep": found.T}
+    tendency = model(0.0, state, at)
+    assert max(float(jnp.max(jnp.abs(x))) for x in tendency.values()) < 1e-8
+    assert abs(_leading_eigenvalue(found.T, model.surface_params(at), surface)) < 1e-6
+    # The surface's fold under the 2 x CO2 forcing: walking down from an ice-free
+    # climate, the first fold is where ice appears, not the unforced model's.
+    bare = model.surface_params(params)
+    forced = eqx.tree_at(lambda p: p.forcing, bare, bare.forcing + params.F2x)
+    assert np.isclose(
+        found.value,
+        ebm.fold(forced, "S0", stop=1000.0, model=surface).value,
+        rtol=1e-12,
+    )
+    unforced = ebm.fold(bare, "S0", stop=1000.0, model=surface)
+    assert abs(float(found.value) - float(unforced.value)) > 10.0
+    # Differentiable in the forcing; the deep ocean's own parameters do not enter.
+    gradient = jax.grad(lambda p: snowball(p).value)(params)
+    assert float(gradient.gamma) == 0.0 and float(gradient.C_deep) == 0.0
+    assert_gradient_matches_fd(
+        lambda p: snowball(p).value, params, gradient, ["F2x", "D"], rtol=1e-5
+    )
+    branch = ebm.continuation(params, "S0", stop=1000.0, model=model)
+    values = np.array([float(f.value) for f in branch.folds])
+    assert np.isclose(values, float(found.value), rtol=1e-8).sum() == 1
+
+
+def test_models_without_walkable_branches_are_refused_by_name():
+    two = ebm.TwoLayerModel()
+    with pytest.raises(ValueError, match="linear .* sweep ebm.equilibrium"):
+        ebm.fold(two.Params(), "feedback", stop=2.0, model=two)
+    deep = ebm.DeepOceanModel(surface=ebm.EnergyBalanceModel(grid=ebm.Grid(6)))
+    with pytest.raises(ValueError, match="'gamma' does not move"):
+        ebm.continuation(deep.Params(), "gamma", stop=2.0, model=deep)
+    with pytest.raises(ValueError, match="`t` is for a model under a forcing"):
+        ebm.fold(ebm.Params(), "S0", stop=1000.0, grid=ebm.Grid(6), t=3.0)
+    with pytest.raises(TypeError, match="model.Params"):
+        ebm.fold(ebm.Params(), "S0", stop=1000.0, model=deep)

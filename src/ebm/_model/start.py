@@ -86,8 +86,10 @@ def resolve_model(model: EnergyBalanceModel | None, grid: Grid | None):
         raise TypeError(
             "This entry point takes the zonal model (an ebm.EnergyBalanceModel), got "
             f"{type(model).__name__}. The other models of the protocol run under "
-            "ebm.integrate, ebm.equilibrium and ebm.ensemble, with ebm.ecs, ebm.tcr "
-            "and ebm.gregory (see docs/hierarchy.md)."
+            "ebm.integrate, ebm.integrate_fixed, ebm.equilibrium, ebm.ensemble, "
+            "ebm.fit, ebm.sensitivity, ebm.hessian and ebm.posterior (and "
+            "ebm.DeepOceanModel under ebm.continuation and ebm.fold), with ebm.ecs, "
+            "ebm.tcr and ebm.gregory (see docs/hierarchy.md)."
         )
     if grid is not None and grid != model.grid:
         raise ValueError(

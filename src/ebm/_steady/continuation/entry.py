@@ -31,6 +31,7 @@ from .arguments import (
     walk_arguments,
 )
 from .extended import fold_guess, refine_fold, refine_from_walk
+from .models import on_the_surface
 from .problem import Problem, with_parameter
 from .results import Branch, Fold
 from .walk import NO_START, Walk, WalkSettings, walk_branch
@@ -72,6 +73,7 @@ def continuation(
     start="present",
     grid: Grid | None = None,
     model: EnergyBalanceModel | None = None,
+    t=None,
     parameter_scale=None,
     step: float = 1.0,
     min_step: float = 1e-7,
@@ -106,7 +108,14 @@ def continuation(
         high S0 and walk down; the branch returns through the snowball.
     - `start`: which equilibrium to start from: `"present"`, `"warm"`, `"cold"` or
         a profile (see `ebm.equilibrium`).
-    - `grid`, `model`: as for `ebm.equilibrium`.
+    - `grid`, `model`: as for `ebm.equilibrium`. `model` may also be an
+        `ebm.DeepOceanModel`: its steady states are its surface model's equilibria
+        under the scenario's forcing at time `t` (default: the scenario's start),
+        with the deep ocean at the surface's temperature, so the branch, its folds
+        and their `T` are the surface's (`parameter` must be one of the surface
+        model's).
+    - `t`: for an `ebm.DeepOceanModel`, the time whose forcing holds (as for
+        `ebm.equilibrium`).
     - `parameter_scale`: the change of the parameter that counts as one unit of
         arclength, as 1 K of RMS temperature change does (default: 1/100 of
         `bounds`).
@@ -153,6 +162,7 @@ def continuation(
         corrector_steps,
         max_points,
     )
+    params, model, start = on_the_surface(params, parameter, model, grid, start, t)
     params = check_params(params)
     stop, bounds, parameter_scale = walk_arguments(
         params, parameter, stop, None, bounds, parameter_scale
@@ -261,6 +271,7 @@ def fold(
     start="present",
     grid: Grid | None = None,
     model: EnergyBalanceModel | None = None,
+    t=None,
     parameter_scale=None,
     step: float = 1.0,
     min_step: float = 1e-7,
@@ -291,7 +302,7 @@ def fold(
 
     **Arguments:**
 
-    - `params`, `parameter`, `stop`, `bounds`, `start`, `grid`, `model`, and the
+    - `params`, `parameter`, `stop`, `bounds`, `start`, `grid`, `model`, `t`, and the
         walk's settings: as for `ebm.continuation`.
     - `guess`: a fold found before (e.g. `branch.folds[i]`): refine from it instead
         of walking (the walk's arguments are then unused). Newton's method on the
@@ -329,6 +340,7 @@ def fold(
         corrector_steps,
         max_points,
     )
+    params, model, start = on_the_surface(params, parameter, model, grid, start, t)
     params = check_params(params)
     stop, bounds, parameter_scale = walk_arguments(
         params, parameter, stop, guess, bounds, parameter_scale
