@@ -67,6 +67,11 @@ from ._edges.plot import (
 from ._edges.plot_run import plot_run as plot_run
 from ._layers.base import AbstractLayerModel as AbstractLayerModel
 from ._layers.deep_ocean import DeepOceanModel as DeepOceanModel
+from ._layers.historical import (
+    HistoricalForcing as HistoricalForcing,
+    forcing_components as forcing_components,
+    observed_warming as observed_warming,
+)
 from ._layers.metrics import (
     Gregory as Gregory,
     ecs as ecs,

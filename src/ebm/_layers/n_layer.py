@@ -10,7 +10,7 @@ from .._model.declarations import Parameter
 from .._model.parameters import AbstractParams, params_class
 from .._model.protocol import Variable
 from .base import AbstractLayerModel
-from .scenarios import AbruptCO2, AbstractScenario
+from .scenarios import AbruptCO2, AbstractScenario, with_scenario_parameters
 from .two_layer import PARAMETERS
 
 
@@ -91,7 +91,7 @@ class NLayerModel(AbstractLayerModel):
 
     @property
     def Params(self) -> type[AbstractParams]:
-        return _n_layer_params(self.n)
+        return with_scenario_parameters(_n_layer_params(self.n), self.forcing)
 
     def coefficients(self, params):
         n = self.n

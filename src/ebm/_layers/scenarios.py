@@ -8,6 +8,8 @@ the logarithmic law $F = F_{2x} \log_2(C / C_0)$.
 """
 
 import abc
+import functools
+from typing import ClassVar
 
 import diffrax
 import equinox as eqx
@@ -17,10 +19,21 @@ import numpy as np
 from jaxtyping import Array, Float
 
 from .._custom_types import Scalar
+from .._model.declarations import Parameter
+from .._model.parameters import AbstractParams, params_class
 
 
 class AbstractScenario(eqx.Module):
     """Forcing as a function of time, W m-2 (see the module docstring)."""
+
+    parameters: ClassVar[tuple[Parameter, ...]] = ()
+    """Parameters of the scenario's own (e.g. `ebm.HistoricalForcing`'s
+    `aerosol_scale`): a model driven by it adds them to its `Params`."""
+
+    piecewise_linear: ClassVar[bool] = False
+    """Whether the forcing is linear in time between its `kinks` (and constant or
+    linear without any): a linear model's run under it is then solved exactly
+    (`ebm.integrate`'s `solver="exact"`)."""
 
     @abc.abstractmethod
     def __call__(self, t, params) -> Scalar:
@@ -52,6 +65,8 @@ class AbruptCO2(AbstractScenario):
     - `factor`: the CO2 concentration over the pre-industrial one, > 0.
     """
 
+    piecewise_linear: ClassVar[bool] = True
+
     factor: float = eqx.field(static=True, default=4.0)
 
     def __check_init__(self):
@@ -74,6 +89,8 @@ class OnePercentCO2(AbstractScenario):
 
     - `rate`: the yearly fractional increase, > 0 (default 0.01).
     """
+
+    piecewise_linear: ClassVar[bool] = True
 
     rate: float = eqx.field(static=True, default=0.01)
 
@@ -102,6 +119,8 @@ class ForcingSeries(AbstractScenario):
     - `ValueError`: for times that are not a 1-d, finite, strictly increasing
         series of at least 2, or values of another shape or not finite.
     """
+
+    piecewise_linear: ClassVar[bool] = True
 
     times: Float[Array, " time"]
     values: Float[Array, " time"]
@@ -180,3 +199,24 @@ def run_start(model) -> float:
     without one (the zonal model, whose forcing is a parameter)."""
     scenario = getattr(model, "forcing", None)
     return float(scenario.start) if isinstance(scenario, AbstractScenario) else 0.0
+
+
+@functools.cache
+def _extended(base: type[AbstractParams], extra: tuple[Parameter, ...]):
+    # One class per (model parameters, scenario parameters): `isinstance` checks
+    # and compiled programs see the same class each time.
+    suffix = "".join(p.name.title().replace("_", "") for p in extra)
+    return params_class(
+        f"{base.__name__}With{suffix}",
+        (*base.declarations, *extra),
+        base.constraints,
+        doc=f"The parameters of `{base.__name__}`, and those of the forcing scenario.",
+    )
+
+
+def with_scenario_parameters(
+    base: type[AbstractParams], scenario: AbstractScenario
+) -> type[AbstractParams]:
+    """`base`, with the parameters `scenario` declares (itself if none)."""
+    extra = tuple(getattr(scenario, "parameters", ()))
+    return base if not extra else _extended(base, extra)

@@ -15,6 +15,7 @@ from .._model.declarations import Parameter
 from .._model.parameters import AbstractParams, params_class
 from .._model.protocol import Variable
 from .base import AbstractLayerModel
+from .scenarios import with_scenario_parameters
 
 
 PARAMETERS = (
@@ -111,7 +112,7 @@ class TwoLayerModel(AbstractLayerModel):
 
     @property
     def Params(self) -> type[AbstractParams]:
-        return TwoLayerParams
+        return with_scenario_parameters(TwoLayerParams, self.forcing)
 
     def coefficients(self, params):
         C = jnp.stack([params.C, params.C_deep])
