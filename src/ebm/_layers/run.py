@@ -131,6 +131,18 @@ def integrate_model(
     if not isinstance(t0, jax.core.Tracer):  # (traced: checked where it was given)
         model.forcing.check_span(float(t0), t0 + years)
     y0 = check_state(model, params, y0, "T0")
+    if isinstance(solver, str) and solver == "exact":
+        saveat = diffrax.SaveAt(t1=True) if saveat is None else saveat
+        check_exact(model, saveat)
+        run = _integrate_exact(
+            params,
+            jnp.asarray(years, dtype=float),
+            jnp.asarray(t0, dtype=float),
+            model,
+            y0,
+            saveat.subs.ts,
+        )
+        return raise_if_failed(run, run.result) if throw else run
     adjoint = resolve_adjoint(adjoint)
     if solver is None:
         solver = model.default_solver()
@@ -218,4 +230,66 @@ def _integrate_model(
         variables=model.variables,
         result=result,
         num_steps=solution.stats["num_steps"],
+    )
+
+
+def check_exact(model: AbstractModel, saveat) -> None:
+    """Refuse `solver="exact"` where the run is not a linear layer model's under a
+    piecewise-linear forcing saved at given times (or its end).
+
+    **Raises:**
+
+    - `ValueError`: naming what is missing.
+    """
+    from .base import AbstractLayerModel
+
+    if not isinstance(model, AbstractLayerModel):
+        raise ValueError(
+            "solver='exact' solves a global layer model (ebm.TwoLayerModel, "
+            f"ebm.NLayerModel), which is linear; got {type(model).__name__}."
+        )
+    if not model.forcing.piecewise_linear:
+        raise ValueError(
+            "solver='exact' needs a forcing that is linear in time between its "
+            f"kinks; {type(model.forcing).__name__} does not declare it "
+            "(`piecewise_linear`)."
+        )
+    subs = saveat.subs
+    if subs.t0 or subs.steps or saveat.dense or subs.fn is not _SAVE_STATE:
+        raise ValueError(
+            "solver='exact' saves the state at given times and at the end: use "
+            "diffrax.SaveAt(ts=...) (without t0, steps, dense or fn)."
+        )
+
+
+_SAVE_STATE = diffrax.SaveAt(t1=True).subs.fn
+
+
+@eqx.filter_jit
+def _integrate_exact(params, years, t0, model, y0, ts) -> Run:
+    from .exact import exact_states
+
+    t1 = t0 + years
+    save = jnp.zeros(0) if ts is None else jnp.asarray(ts, dtype=float)
+    saved, final, intervals = exact_states(
+        model, params, model.to_vector(y0), t0, t1, save
+    )
+    final = model.from_vector(final)
+    if ts is None:
+        states, Ts = None, None
+    else:
+        states = jax.vmap(model.from_vector)(saved)
+        Ts = jax.vmap(model.surface_temperature)(states)
+        states = state_arrays(model, states)
+    finite = jnp.all(jnp.isfinite(model.to_vector(final)))
+    return Run(
+        state=state_arrays(model, final),
+        ts=None if ts is None else save,
+        states=states,
+        T=model.surface_temperature(final),
+        Ts=Ts,
+        global_mean=model.global_mean(final),
+        variables=model.variables,
+        result=RESULTS.where(finite, RESULTS.successful, RESULTS.nonfinite_state),
+        num_steps=jnp.asarray(intervals),
     )

@@ -168,7 +168,12 @@ def integrate(
         (`KenCarp5`, implicit in the transport only), `"tsit5"` (explicit; its
         steps are bound by the diffusive stability limit), or any diffrax solver;
         diffrax's implicit-explicit solvers (`KenCarp3/4/5`, `Sil3`) get the
-        model split into its local and transport parts.
+        model split into its local and transport parts. For a global layer model
+        (`ebm.TwoLayerModel`, `ebm.NLayerModel`) under a piecewise-linear forcing
+        (`AbruptCO2`, `OnePercentCO2`, `ForcingSeries`, `HistoricalForcing`),
+        `"exact"` solves the linear system exactly between the forcing's kinks and
+        the saved times (matrix exponentials, differentiated by JAX itself;
+        `adjoint` does not apply).
     - `saveat`: a `diffrax.SaveAt` (default: the final state only). Saved times fill
         `ts` and `Ts`.
     - `stepsize_controller`: default `diffrax.PIDController(rtol=1e-8, atol=1e-8)`
