@@ -5,6 +5,7 @@ import re
 import subprocess
 import sys
 
+import numpy as np
 import pytest
 
 from helpers import SUBPROCESS_TIMEOUT, run_processes
@@ -238,3 +239,17 @@ def test_land_box_example_runs(tmp_path):
     values = [float(word.rstrip(",")) for word in line.split() if word[-1].isdigit()]
     assert len(values) == 2 and values[0] == values[1] < 0.0
     assert (tmp_path / "land_box.png").exists()
+
+
+def test_historical_calibration_example_runs(tmp_path):
+    result = _run_example("historical_calibration.py", "--fast", cwd=tmp_path)
+    rows = {
+        line.split()[0]: [float(x) for x in line.split()[2:7]]
+        for line in result.stdout.splitlines()
+        if line.strip().startswith(("ECS (K)", "TCR (K)"))
+    }
+    for name, quantiles in rows.items():
+        assert np.all(np.isfinite(quantiles)) and quantiles == sorted(quantiles), name
+    assert set(rows) == {"ECS", "TCR"}
+    assert "lag-1 autocorrelation of the residuals" in result.stdout
+    assert (tmp_path / "historical_calibration.png").stat().st_size > 10_000

@@ -137,6 +137,8 @@ class ForwardProblem(eqx.Module):
     - `times`: the years at which the run is saved (`None`: its end only).
     - `T0`: the run's initial profile (`None`: present day).
     - `adjoint`: the run's adjoint (a name or a `diffrax.AbstractAdjoint`).
+    - `solver`: the run's solver (`None`: the model's default; `"exact"` for a
+        global layer model under a piecewise-linear forcing).
     """
 
     model: AbstractModel
@@ -147,6 +149,7 @@ class ForwardProblem(eqx.Module):
     times: Array | None = None
     T0: object = None
     adjoint: object = "recursive"
+    solver: object = None
 
     def __check_init__(self):
         check_through(self.through)
@@ -210,6 +213,7 @@ class ForwardProblem(eqx.Module):
                 adjoint=self.adjoint,
                 saveat=saveat,
                 throw=False,
+                **({} if self.solver is None else {"solver": self.solver}),
             )
         return ForwardSolution(
             state=run,

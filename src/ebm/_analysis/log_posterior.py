@@ -103,6 +103,13 @@ class LogPosterior(eqx.Module):
     the given `params`, the branch observed)."""
     regime: Array
     """Whether the observed branch is the snowball."""
+    correlation: Array = eqx.field(default=0.0, converter=jnp.asarray)
+    """The lag-1 autocorrelation of the noise along the observed times (AR(1));
+    0 for independent noise."""
+    reference: Array | None = None
+    """Which observed times make the reference period (a boolean mask): the
+    simulated outputs are taken as anomalies from their mean over it, as the
+    observations are. `None`: as simulated."""
 
     @property
     def model(self) -> AbstractModel:
@@ -152,16 +159,38 @@ class LogPosterior(eqx.Module):
         if self.through == "equilibrium" and isinstance(zonal, Equilibrium):
             ok = ok & (is_snowball(zonal.ice_edge) == self.regime)
         outputs = {o: observe(self.model, params, solution.T, o) for o in self.observed}
+        if self.reference is not None:
+            weights = self.reference / jnp.sum(self.reference)
+            outputs = {
+                o: y - jnp.tensordot(weights, y, axes=1) for o, y in outputs.items()
+            }
         return outputs, ok
 
     def log_likelihood(self, outputs: dict, values: dict):
-        """The Gaussian log likelihood of the observed `outputs`, with the noise in
-        `values` where it is sampled."""
+        r"""The Gaussian log likelihood of the observed `outputs`, with the noise in
+        `values` where it is sampled (constants dropped).
+
+        With `correlation` $\rho$ the residuals $r_1 \dots r_n$ along the observed
+        times are a stationary AR(1) process with innovations of standard
+        deviation $\sigma$ (the noise): $r_1 \sim N(0, \sigma^2 / (1 - \rho^2))$,
+        $r_k - \rho r_{k-1} \sim N(0, \sigma^2)$, each cell (or output) a series
+        of its own; $\rho = 0$ is independent noise.
+        """
         total = 0.0
+        rho = self.correlation
         for output, observed in self.observed.items():
             sigma = values.get(f"noise_{output}", self.noise.get(output))
             residual = (observed - outputs[output]) / sigma
-            total = total - 0.5 * jnp.sum(residual**2) - observed.size * jnp.log(sigma)
+            if self.through == "trajectory":
+                innovations = residual[1:] - rho * residual[:-1]
+                squares = (1 - rho**2) * jnp.sum(residual[0] ** 2) + jnp.sum(
+                    innovations**2
+                )
+                series = residual[0].size
+                total = total + 0.5 * series * jnp.log1p(-(rho**2))
+            else:
+                squares = jnp.sum(residual**2)
+            total = total - 0.5 * squares - observed.size * jnp.log(sigma)
         return total
 
     def log_density(self, coordinates: dict, jacobian: bool = True):
@@ -306,3 +335,45 @@ def check_noise(noise, observed) -> tuple[dict, dict]:
             )
         given[output] = jnp.asarray(number)
     return given, priors
+
+
+def check_time_structure(noise_correlation, anomaly_reference, through, times):
+    """`(correlation, reference mask or None)` for `posterior`, once valid.
+
+    **Raises:**
+
+    - `ValueError`: for a correlation outside (-1, 1), a reference that is not
+        `(first, last)` with `first <= last` or holds no observed time, or either
+        given through an equilibrium (which has no time axis).
+    """
+    rho = noise_correlation
+    if isinstance(rho, bool) or np.ndim(rho) != 0 or not -1 < float(rho) < 1:
+        raise ValueError(
+            f"`noise_correlation` must be a number in (-1, 1), got {rho!r}."
+        )
+    if through != "trajectory" and (float(rho) != 0 or anomaly_reference is not None):
+        raise ValueError(
+            "`noise_correlation` and `anomaly_reference` are along the observed "
+            "times: give them with through='trajectory' only."
+        )
+    if anomaly_reference is None:
+        return jnp.asarray(float(rho)), None
+    try:
+        first, last = (float(x) for x in anomaly_reference)
+        valid = first <= last
+    except (TypeError, ValueError):
+        valid = False
+    if not valid:
+        raise ValueError(
+            "`anomaly_reference` must be (first, last) times with first <= last "
+            f"(years), got {anomaly_reference!r}."
+        )
+    times = np.asarray(times)
+    mask = (times >= first) & (times <= last)
+    if not mask.any():
+        raise ValueError(
+            f"`anomaly_reference` = {anomaly_reference!r} holds none of the observed "
+            f"times ({times[0]:g} to {times[-1]:g}): the reference period must be "
+            "observed."
+        )
+    return jnp.asarray(float(rho)), jnp.asarray(mask, dtype=float)

@@ -59,6 +59,7 @@ from .log_posterior import (
     LogPosterior,
     check_noise,
     check_observed,
+    check_time_structure,
     finite_adjoint,
     is_snowball,
     observable_shapes,
@@ -304,6 +305,7 @@ def posterior(
     model: AbstractModel | None = None,
     start="present",
     adjoint="recursive",
+    solver=None,
     num_chains: int = 4,
     num_warmup: int = 500,
     num_samples: int = 1000,
@@ -312,6 +314,8 @@ def posterior(
     max_doublings: int = 10,
     init_jitter: float = 0.1,
     derived: Sequence[str] | Mapping[str, Callable] = ("ecs",),
+    noise_correlation=0.0,
+    anomaly_reference=None,
     progress: bool | diffrax.AbstractProgressMeter = False,
 ) -> Posterior:
     """Sample the posterior of the parameters named in `priors` given observations.
@@ -336,6 +340,9 @@ def posterior(
         `{output: number or prior}`.
     - `through`: `"equilibrium"` or `"trajectory"` (a run from `T0` observed at
         `times`, years, differentiated under `adjoint`), as for `ebm.fit`.
+    - `solver`: through a trajectory, the run's solver, as for `ebm.integrate`
+        (`None`: the model's default); `"exact"` solves a global layer model under
+        a piecewise-linear forcing exactly, far faster than a diffrax solver.
     - `grid`, `model`, `start`: as for `ebm.equilibrium`. For a model of the
         protocol other than the zonal one (`params` its `model.Params`), the
         outputs are `"T"` (its surface temperature) and `"global_mean"`, a run
@@ -353,6 +360,17 @@ def posterior(
         the fold at `params`; for another model of the protocol `"ecs"` and
         `"tcr"`, its `ebm.ecs` and `ebm.tcr`), or `{name: fn}` with
         `fn(params) -> scalar`.
+    - `noise_correlation`: through a trajectory, the lag-1 autocorrelation
+        $\rho$ of the noise from one observed time to the next, in (-1, 1): the
+        residuals are then an AR(1) process whose innovations have the standard
+        deviation `noise` (see `LogPosterior.log_likelihood`). Internal
+        variability makes annual global-mean temperatures' departures from the
+        forced response persist from year to year. Default 0 (independent noise).
+    - `anomaly_reference`: through a trajectory, `(first, last)` times: the
+        observations are anomalies from their mean over those times (e.g. the
+        1850-1900 of observed warming), and the simulated outputs are taken the
+        same way, from their own mean at the observed times within `[first,
+        last]`. Default `None`: compared as simulated.
     - `progress`: `True` for a progress bar on stderr over the warm-up and the
         draws, or any `diffrax.AbstractProgressMeter`.
 
@@ -405,6 +423,9 @@ def posterior(
     )
     noise_given, noise_priors = check_noise(noise, observed)
     derived = check_derived(derived, model)
+    correlation, reference_mask = check_time_structure(
+        noise_correlation, anomaly_reference, through, times
+    )
 
     reference = None
     if through == "equilibrium":
@@ -446,7 +467,7 @@ def posterior(
     else:
         problem = ForwardProblem(
             model, through, start=start_T, years=years, times=times, T0=T0,
-            adjoint=adjoint,
+            adjoint=adjoint, solver=solver,
         )  # fmt: skip
     log_posterior = LogPosterior(
         params=params,
@@ -458,6 +479,8 @@ def posterior(
         noise=noise_given,
         problem=problem,
         regime=regime,
+        correlation=correlation,
+        reference=reference_mask,
     )
 
     start_values = {name: getattr(params, name) for name in names}
