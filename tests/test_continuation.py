@@ -519,6 +519,13 @@ def test_models_without_walkable_branches_are_refused_by_name():
     deep = ebm.DeepOceanModel(surface=ebm.EnergyBalanceModel(grid=ebm.Grid(6)))
     with pytest.raises(ValueError, match="'gamma' does not move"):
         ebm.continuation(deep.Params(), "gamma", stop=2.0, model=deep)
+    # The walk adds the scenario's forcing to the surface's: walking that forcing
+    # or the scenario's F2x would report shifted values.
+    for name in ("forcing", "F2x"):
+        with pytest.raises(ValueError, match=f"'{name}' moves them through"):
+            ebm.fold(deep.Params(), name, stop=-30.0, model=deep)
+    with pytest.raises(TypeError, match="must be an ebm model"):
+        ebm.fold(ebm.Params(), "S0", stop=1000.0, model="zonal")
     with pytest.raises(ValueError, match="`t` is for a model under a forcing"):
         ebm.fold(ebm.Params(), "S0", stop=1000.0, grid=ebm.Grid(6), t=3.0)
     with pytest.raises(TypeError, match="model.Params"):

@@ -73,6 +73,11 @@ def test_a_series_is_stepped_on_its_own_clock_and_under_vmap():
     assert not compiled
     assert batched[0] > batched[1] > batched[2] > 0 and np.all(batched_again > 0)
     np.testing.assert_allclose(batched[1], fixed.T, rtol=1e-12)
+    # The model as an argument of the user's function: its series is traced.
+    traced = jax.jit(
+        lambda m, p: ebm.integrate_fixed(p, model=m, dt=0.25, steps=200).T
+    )(model, params)
+    np.testing.assert_allclose(traced, fixed.T, rtol=1e-12)
 
 
 def test_the_zonal_model_over_a_deep_ocean_matches_its_adaptive_run():

@@ -10,6 +10,7 @@ import pytest
 import ebm
 from ebm._analysis.forward import ForwardProblem
 from ebm._analysis.log_posterior import LogPosterior
+from ebm._constants import SECONDS_PER_YEAR
 from helpers import abrupt_exact, assert_gradient_matches_fd
 
 
@@ -47,6 +48,17 @@ def test_the_aerosol_scale_is_a_parameter_of_the_model_it_drives():
     assert np.isclose(derivative, forcing["aerosol"][-1], rtol=1e-12)
     with pytest.raises(ValueError, match="aerosol_scale"):
         HISTORICAL.Params(aerosol_scale=-1.0)
+    with pytest.raises(ValueError, match="`end` must be a whole year"):
+        ebm.HistoricalForcing(end=1750)
+    # The zonal model over a deep ocean gains it too, and its tendency reads it.
+    surface = ebm.EnergyBalanceModel(grid=ebm.Grid(6))
+    deep = ebm.DeepOceanModel(surface=surface, forcing=ebm.HistoricalForcing())
+    at = deep.Params(aerosol_scale=0.5)
+    state = deep.initial_state(at)
+    scaled = deep(t, state, at)["T"] - deep(t, state, deep.Params())["T"]
+    capacity = surface.heat_capacity(surface.Params(), surface.grid)
+    expected = -0.5 * forcing["aerosol"][-1] * SECONDS_PER_YEAR
+    np.testing.assert_allclose(scaled * capacity, expected, rtol=1e-10)
 
 
 def test_the_exact_solver_is_the_matrix_exponential_and_the_adaptive_run():
@@ -86,6 +98,16 @@ def test_the_exact_solver_refuses_what_it_cannot_solve():
         deep = ebm.DeepOceanModel(surface=ebm.EnergyBalanceModel(grid=ebm.Grid(6)))
         ebm.integrate(deep.Params(), model=deep, years=1.0, solver="exact")
     params = HISTORICAL.Params()
+    # Saved times outside the run (1750.5 to 1760.5), or not increasing.
+    for ts in ([1749.0, 1752.0], [1752.0, 1761.0], [1755.0, 1752.0]):
+        with pytest.raises(ValueError, match="increasing and within the run"):
+            ebm.integrate(
+                params,
+                model=HISTORICAL,
+                years=10.0,
+                saveat=diffrax.SaveAt(ts=jnp.asarray(ts)),
+                solver="exact",
+            )
     with pytest.raises(ValueError, match="SaveAt"):
         ebm.integrate(
             params,
@@ -152,6 +174,7 @@ def test_the_simulated_warming_is_taken_from_its_reference_period():
         (dict(anomaly_reference=(1700, 1750)), "holds none of the observed"),
         (dict(anomaly_reference=(1900, 1850)), "first <= last"),
         (dict(noise_correlation=0.5, through="equilibrium"), "through='trajectory'"),
+        (dict(through="equilibrium", solver="exact"), "`solver` is the run's"),
     ],
 )
 def test_bad_time_structure_is_refused_by_name(arguments, match):
@@ -160,7 +183,8 @@ def test_bad_time_structure_is_refused_by_name(arguments, match):
     settings.update(arguments)
     if settings["through"] == "equilibrium":
         settings.pop("times")
-        settings.pop("solver")
+        if "solver" not in arguments:
+            settings.pop("solver")
         observed = observed[-1]
     with pytest.raises(ValueError, match=match):
         ebm.posterior(

@@ -426,6 +426,11 @@ def posterior(
     correlation, reference_mask = check_time_structure(
         noise_correlation, anomaly_reference, through, times
     )
+    if solver is not None and through != "trajectory":
+        raise ValueError(
+            f"`solver` is the run's: give it with through='trajectory' only, got "
+            f"solver={solver!r} with through={through!r}."
+        )
 
     reference = None
     if through == "equilibrium":

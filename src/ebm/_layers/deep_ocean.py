@@ -25,7 +25,7 @@ from .._custom_types import Scalar
 from .._model.model import EnergyBalanceModel
 from .._model.parameters import AbstractParams, params_class
 from .._model.protocol import AbstractModel, Variable
-from .scenarios import AbruptCO2, AbstractScenario
+from .scenarios import AbruptCO2, AbstractScenario, with_scenario_parameters
 from .two_layer import PARAMETERS
 
 
@@ -71,7 +71,7 @@ class DeepOceanModel(AbstractModel):
 
     @property
     def Params(self) -> type[AbstractParams]:
-        return params_of(self.surface.Params)
+        return with_scenario_parameters(params_of(self.surface.Params), self.forcing)
 
     def surface_params(self, params: AbstractParams) -> AbstractParams:
         """The surface model's parameters among `params`."""

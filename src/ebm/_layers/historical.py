@@ -65,7 +65,12 @@ def forcing_components(end: int = 2019) -> dict[str, np.ndarray]:
     `"co2"`, `"volcanic"`, `"solar"`, from 1750 to `end` (at most 2019)."""
     columns = _columns("ar6_erf.csv")
     years = columns["year"]
-    _check_years(1750, end, years, "forcing")
+    first, last = int(years[0]), int(years[-1])
+    if not (isinstance(end, int | np.integer) and first < end <= last):
+        raise ValueError(
+            f"The shipped forcing covers the years {first}-{last}: `end` must be a "
+            f"whole year with {first} < end <= {last}, got end={end!r}."
+        )
     keep = years <= end
     out = {name: values[keep].copy() for name, values in columns.items()}
     out["time"] = out.pop("year") + 0.5

@@ -133,7 +133,7 @@ def integrate_model(
     y0 = check_state(model, params, y0, "T0")
     if isinstance(solver, str) and solver == "exact":
         saveat = diffrax.SaveAt(t1=True) if saveat is None else saveat
-        check_exact(model, saveat)
+        check_exact(model, saveat, t0, years)
         run = _integrate_exact(
             params,
             jnp.asarray(years, dtype=float),
@@ -233,7 +233,7 @@ def _integrate_model(
     )
 
 
-def check_exact(model: AbstractModel, saveat) -> None:
+def check_exact(model: AbstractModel, saveat, t0, years) -> None:
     """Refuse `solver="exact"` where the run is not a linear layer model's under a
     piecewise-linear forcing saved at given times (or its end).
 
@@ -260,6 +260,15 @@ def check_exact(model: AbstractModel, saveat) -> None:
             "solver='exact' saves the state at given times and at the end: use "
             "diffrax.SaveAt(ts=...) (without t0, steps, dense or fn)."
         )
+    ts = subs.ts
+    known = not any(isinstance(x, jax.core.Tracer) for x in (ts, t0, years))
+    if ts is not None and known:
+        ts, t0, t1 = np.asarray(ts), float(t0), float(t0) + float(years)
+        if np.any(np.diff(ts) < 0) or ts[0] < t0 or ts[-1] > t1:
+            raise ValueError(
+                f"The saved times must be increasing and within the run, [{t0:g}, "
+                f"{t1:g}] (years), got {ts[0]:g} to {ts[-1]:g}."
+            )
 
 
 _SAVE_STATE = diffrax.SaveAt(t1=True).subs.fn

@@ -4,7 +4,7 @@ state stepped as one flat vector (`FlatModel`)."""
 import jax
 
 from .._layers.run import check_model_params, check_state
-from .._layers.scenarios import run_start
+from .._layers.scenarios import AbstractScenario, run_start
 from .._model.model import EnergyBalanceModel
 from .._model.protocol import AbstractModel
 from .steppers.base import AbstractStepper
@@ -34,10 +34,17 @@ def flat_problem(params, model: AbstractModel, grid, T0, dt, steps):
         )
     params = check_model_params(params, model)
     y0 = check_state(model, params, T0, "T0")
-    t0 = run_start(model)
-    known = not any(isinstance(x, jax.core.Tracer) for x in (dt, steps))
-    if known and hasattr(model, "forcing"):
-        model.forcing.check_span(t0, t0 + float(dt) * int(steps))
+    scenario = getattr(model, "forcing", None)
+    if not isinstance(scenario, AbstractScenario):
+        t0 = 0.0
+    elif isinstance(scenario.start, jax.core.Tracer):
+        # A model traced inside the user's function: its series' span is checked
+        # where it was given.
+        t0 = scenario.start
+    else:
+        t0 = run_start(model)
+        if not any(isinstance(x, jax.core.Tracer) for x in (dt, steps)):
+            scenario.check_span(t0, t0 + float(dt) * int(steps))
     flat = FlatModel.around(model, y0, t0)
     return flat, params, flat.flatten(y0)
 

@@ -34,14 +34,17 @@ def on_the_surface(params, parameter: str, model, grid, start, t):
                 f"forcing is its parameter `forcing`, got t={t!r}."
             )
         return params, model, start
+    if not isinstance(model, AbstractModel):
+        raise TypeError(
+            "`model` must be an ebm model (ebm.EnergyBalanceModel or "
+            f"ebm.DeepOceanModel here), got {type(model).__name__}."
+        )
     if not isinstance(model, DeepOceanModel):
-        kind = "a model of the protocol" if isinstance(model, AbstractModel) else ""
         raise ValueError(
             "ebm.continuation and ebm.fold walk the zonal model and "
-            f"ebm.DeepOceanModel; {type(model).__name__} is {kind or 'not a model'}"
-            " whose branches they do not walk. The global layer models are linear "
-            "(one steady state, F / feedback, for each parameter value, and no "
-            "fold): sweep ebm.equilibrium under jax.vmap instead."
+            f"ebm.DeepOceanModel, not {type(model).__name__}. The global layer "
+            "models are linear (one steady state, F / feedback, for each parameter "
+            "value, and no fold): sweep ebm.equilibrium under jax.vmap instead."
         )
     if grid is not None:
         raise ValueError(
@@ -49,12 +52,29 @@ def on_the_surface(params, parameter: str, model, grid, start, t):
             "surface model's."
         )
     params = check_model_params(params, model)
+    # The walk is the surface's, with the scenario's forcing added to its
+    # `forcing`: that parameter, and those of the scenario (F2x, ...), would be
+    # walked and reported shifted by it.
     surface_names = model.surface.Params.field_names()
-    if parameter not in surface_names:
+    walkable = tuple(n for n in surface_names if n != "forcing")
+    if parameter not in walkable:
+        if parameter != "forcing" and parameter not in model.Params.field_names():
+            raise ValueError(
+                f"`parameter` must be a parameter of the model, one of {walkable}, "
+                f"got {parameter!r}."
+            )
+        moves = parameter not in ("gamma", "C_deep", "efficacy")
+        reason = (
+            "moves them through the forcing the walk adds to the surface's"
+            if moves
+            else "does not move them (the deep ocean sits at the surface's "
+            "temperature there)"
+        )
         raise ValueError(
-            f"`parameter` = {parameter!r} does not move ebm.DeepOceanModel's steady "
-            "states (the deep ocean sits at the surface's temperature there); walk "
-            f"one of its surface model's parameters: {tuple(surface_names)}."
+            f"`parameter` = {parameter!r} {reason}: ebm.DeepOceanModel's steady "
+            f"states are walked in one of {walkable}. To walk the forcing, walk "
+            "`forcing` of the surface model (model.surface) with the scenario's "
+            "forcing added to it."
         )
     surface_params = surface_equivalent(params, model, _forcing_time(model, t))
     if isinstance(start, dict):
