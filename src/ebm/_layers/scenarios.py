@@ -193,12 +193,13 @@ class ForcingSeries(AbstractScenario):
             )
 
 
-def run_start(model) -> float:
+def run_start(model):
     """Where a run of `model` starts, years on its forcing's clock: the start of its
     forcing scenario (calendar years for an `ebm.ForcingSeries`), or 0 for a model
-    without one (the zonal model, whose forcing is a parameter)."""
+    without one (the zonal model, whose forcing is a parameter). A float, or the
+    traced start of a series traced inside the user's function."""
     scenario = getattr(model, "forcing", None)
-    return float(scenario.start) if isinstance(scenario, AbstractScenario) else 0.0
+    return scenario.start if isinstance(scenario, AbstractScenario) else 0.0
 
 
 @functools.cache

@@ -34,17 +34,14 @@ def flat_problem(params, model: AbstractModel, grid, T0, dt, steps):
         )
     params = check_model_params(params, model)
     y0 = check_state(model, params, T0, "T0")
+    t0 = run_start(model)
     scenario = getattr(model, "forcing", None)
-    if not isinstance(scenario, AbstractScenario):
-        t0 = 0.0
-    elif isinstance(scenario.start, jax.core.Tracer):
-        # A model traced inside the user's function: its series' span is checked
-        # where it was given.
-        t0 = scenario.start
-    else:
-        t0 = run_start(model)
-        if not any(isinstance(x, jax.core.Tracer) for x in (dt, steps)):
-            scenario.check_span(t0, t0 + float(dt) * int(steps))
+    # (A model traced inside the user's function: its series' span is checked
+    # where it was given.)
+    if isinstance(scenario, AbstractScenario) and not any(
+        isinstance(x, jax.core.Tracer) for x in (t0, dt, steps)
+    ):
+        scenario.check_span(t0, t0 + float(dt) * int(steps))
     flat = FlatModel.around(model, y0, t0)
     return flat, params, flat.flatten(y0)
 
