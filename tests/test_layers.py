@@ -160,8 +160,6 @@ def test_a_run_outside_the_series_or_with_foreign_parameters_is_refused():
         ebm.integrate(PARAMS, model=TWO, years=1.0, T0="warm")
     with pytest.raises(ValueError, match="`layers` must be an integer >= 2"):
         ebm.NLayerModel(1)
-    with pytest.raises(TypeError, match="takes the zonal model .* got TwoLayerModel"):
-        ebm.periodic_equilibrium(PARAMS, model=TWO)
 
 
 def test_steady_states_of_the_layer_models_and_their_gradients(tmp_path):

@@ -164,6 +164,7 @@ from ._steady.equilibrium import (
     NearFoldWarning as NearFoldWarning,
     equilibrium as equilibrium,
 )
+from ._steady.periodic_models import PeriodicState as PeriodicState
 from ._steady.seasonal import (
     SeasonalCycle as SeasonalCycle,
     periodic_equilibrium as periodic_equilibrium,

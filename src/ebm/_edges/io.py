@@ -32,6 +32,7 @@ from .variables import (
     flux_diagnostics,
     global_attributes,
     latitude_variables,
+    periodic_variables,
     result_code_attributes,
     run_variables,
     seasonal_variables,
@@ -49,7 +50,8 @@ def to_dataset(result, params: Params | None = None, *, model=None):
 
     - `result`: an `ebm.Equilibrium`, `Trajectory`, `Run` (each declared variable
         of the model, and its history as `<name>_history`), `SteadyState` (each
-        declared variable), `SeasonalCycle`, `Branch`,
+        declared variable), `SeasonalCycle`, `PeriodicState` (each declared
+        variable through the year, and on 1 January as `<name>_start`), `Branch`,
         `FitResult`, `Sensitivity`, or an `Ensemble` of equilibria, trajectories or
         seasonal cycles (every variable gains a leading `member` dimension; the
         varying parameters are variables `param_<name>(member)`, the gradients
@@ -75,6 +77,7 @@ def to_dataset(result, params: Params | None = None, *, model=None):
     from .._layers.run import Run
     from .._steady.continuation import Branch
     from .._steady.equilibrium import Equilibrium
+    from .._steady.periodic_models import PeriodicState
     from .._steady.seasonal import SeasonalCycle
     from .._steady.steady_state import SteadyState
     from .._stepping.integrate import Trajectory
@@ -87,6 +90,7 @@ def to_dataset(result, params: Params | None = None, *, model=None):
         (Equilibrium, "equilibrium", equilibrium_variables),
         (Trajectory, "trajectory", trajectory_variables),
         (SeasonalCycle, "seasonal cycle", seasonal_variables),
+        (PeriodicState, "periodic state", periodic_variables),
         (Branch, "branch", branch_variables),
         (FitResult, "fit", fit_variables),
         (Sensitivity, "sensitivity", sensitivity_variables),
@@ -97,7 +101,7 @@ def to_dataset(result, params: Params | None = None, *, model=None):
     else:
         raise TypeError(
             "`result` must be an ebm Equilibrium, SteadyState, Trajectory, Run, "
-            "SeasonalCycle, Branch, FitResult or Sensitivity, got "
+            "SeasonalCycle, PeriodicState, Branch, FitResult or Sensitivity, got "
             f"{type(result).__name__}."
         )
     if params is not None and not isinstance(params, AbstractParams):
@@ -126,11 +130,12 @@ def to_dataset(result, params: Params | None = None, *, model=None):
     lat = getattr(result, "lat", None)
     if lat is not None and np.ndim(lat) == 2:
         lat = np.asarray(lat)[0]
-    if lat is None and kind in ("run", "steady state"):
+    if lat is None and kind in ("run", "steady state", "periodic state"):
         # A protocol model's variables on latitudes (the zonal model over a deep
         # ocean): the grid from their length.
+        state = result.state0 if kind == "periodic state" else result.state
         sizes = [
-            np.shape(result.state[v.name])[v.dims.index("lat")]
+            np.shape(state[v.name])[v.dims.index("lat")]
             for v in result.variables
             if "lat" in v.dims
         ]

@@ -619,3 +619,34 @@ def ensemble_variables(ensemble, container: type[Params]) -> dict:
         {"long_name": "why the member failed (empty if it succeeded)"},
     )
     return variables
+
+
+def periodic_variables(cycle, container: type[Params]) -> dict:
+    """A protocol model's periodic state: each declared variable through the year
+    (on `time` and its own dimensions) and on 1 January (`<name>_start`), the
+    global mean through the year, the residual and the step error."""
+    del container  # the parameters' declarations are not needed here
+    variables = declared_variables(cycle.variables, cycle.state0, "1 January ")
+    variables = {f"{k}_start" if k != "layer" else k: v for k, v in variables.items()}
+    for variable in cycle.variables:
+        variables[variable.name] = (
+            ("time", *variable.dims),
+            as_numpy(cycle.states[variable.name]),
+            {"units": variable.units, "long_name": variable.long_name},
+        )
+    variables.update(time_variables(cycle.t))
+    variables["global_mean"] = (
+        "time",
+        as_numpy(cycle.global_mean),
+        {"units": "degC", "long_name": "global-mean surface temperature"},
+    )
+    variables["residual"] = scalar_variable(
+        cycle.residual, "1", "largest change of any state variable over the year"
+    )
+    variables["step_error"] = scalar_variable(
+        cycle.step_error, "K", "estimated time-stepping error over the year"
+    )
+    variables["num_steps"] = scalar_variable(
+        cycle.num_steps, "1", "Newton steps (years spun up)"
+    )
+    return variables

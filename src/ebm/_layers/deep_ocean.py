@@ -93,10 +93,17 @@ class DeepOceanModel(AbstractModel):
         }
 
     def initial_state(self, params: AbstractParams) -> PyTree:
-        """The surface model's stable equilibrium, with the deep ocean at it."""
+        """The surface model's stable equilibrium, with the deep ocean at it; for a
+        seasonal surface (which has no equilibrium), the present-day profile
+        (`ebm.present_day_profile`)."""
+        from .._model.start import initial_profile
         from .._steady.equilibrium import equilibrium
 
-        T = equilibrium(self.surface_params(params), model=self.surface).T
+        surface_params = self.surface_params(params)
+        if self.surface.insolation.seasonal:
+            T = initial_profile("present", surface_params, self.surface.grid)
+        else:
+            T = equilibrium(surface_params, model=self.surface).T
         return {"T": T, "T_deep": T}
 
     def surface_temperature(self, y: PyTree):

@@ -35,6 +35,11 @@ class AbstractScenario(eqx.Module):
     linear without any): a linear model's run under it is then solved exactly
     (`ebm.integrate`'s `solver="exact"`)."""
 
+    steady: ClassVar[bool] = False
+    """Whether the forcing is the same at every time from the scenario's start: a
+    seasonal model under it then has a periodic state
+    (`ebm.periodic_equilibrium`)."""
+
     @abc.abstractmethod
     def __call__(self, t, params) -> Scalar:
         """The forcing at time `t` (years), W m-2."""
@@ -66,6 +71,7 @@ class AbruptCO2(AbstractScenario):
     """
 
     piecewise_linear: ClassVar[bool] = True
+    steady: ClassVar[bool] = True
 
     factor: float = eqx.field(static=True, default=4.0)
 

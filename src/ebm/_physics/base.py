@@ -48,6 +48,9 @@ class AbstractInsolation(AbstractTerm):
     `ebm.periodic_equilibrium`).
     """
 
+    seasonal: ClassVar[bool] = False
+    """Whether the insolation changes through the year (and needs `t`)."""
+
     @abc.abstractmethod
     def __call__(self, params: AbstractParams, grid: Grid, t=None) -> Flux:
         """Insolation on cell centres at time `t` (years), W m-2."""

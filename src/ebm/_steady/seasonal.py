@@ -60,6 +60,7 @@ from .._model.grid import Grid
 from .._model.model import EnergyBalanceModel
 from .._model.parameters import check_params
 from .._model.params import Params
+from .._model.protocol import AbstractModel
 from .._model.start import initial_profile, resolve_model
 from .._numerics.counted import CountedRootFinder
 from .._numerics.implicit import ImplicitAdjoint
@@ -67,6 +68,7 @@ from .._physics.insolation.daily import DailyInsolation
 from .._progress import progress_meter
 from .._results import RESULTS, raise_if_failed, with_result_names
 from .._stepping.checkpoints import resolve_checkpoint, spellings
+from .._stepping.fixed_model import _is_other_model
 from .._stepping.integrate import _fixed_step
 from .._stepping.steppers import resolve_stepper
 from .._stepping.steppers.checks import (
@@ -75,6 +77,8 @@ from .._stepping.steppers.checks import (
     resolve_error_tolerance,
     stability_limit,
 )
+from .._stepping.steppers.flat import FlatModel
+from .periodic_models import PeriodicState, flat_cycle, flat_year_problem
 
 
 STEPS_PER_YEAR = 365
@@ -158,6 +162,32 @@ def _check_orbit(T, params: Params) -> Temperature:
         "`eccentricity` must be in [0, 1), `obliquity` in [0, 180] degrees and "
         "`long_peri` finite.",
     )
+
+
+def _setup(
+    params, model, grid, start, stepper, checkpoint, steps_per_year, error_tolerance,
+    throw,
+):  # fmt: skip
+    """`(year, params, start, stability limit, error tolerance)` of the seasonal
+    entry points, for the zonal model or (as a `FlatModel`) any other model of the
+    protocol."""
+    stepper, checkpoint = _resolve_year(stepper, checkpoint, steps_per_year)
+    error_tolerance = resolve_error_tolerance(error_tolerance, stepper)
+    if _is_other_model(model):
+        model, params, start, limit = flat_year_problem(
+            params, model, grid, start, stepper, steps_per_year, throw
+        )
+        if hasattr(params, "eccentricity"):
+            start = _check_orbit(start, params)
+    else:
+        model = _resolve_model(model, grid)
+        params = check_params(params)
+        start = _check_orbit(initial_profile(start, params, model.grid), params)
+        limit = check_stability(
+            stepper, model, params, start, 1.0 / steps_per_year, throw, steps_per_year
+        )
+    year = _Year(model, stepper, checkpoint, steps_per_year)
+    return year, params, start, limit, error_tolerance
 
 
 def _no_error(T0):
@@ -305,9 +335,15 @@ def _cycle(
     error_tolerance,
     unstable,
     earlier_error=0.0,
-) -> SeasonalCycle:
+) -> SeasonalCycle | PeriodicState:
     """Run the year from `T0` and summarise it; the years before it (a spin-up)
-    had at most `earlier_error`."""
+    had at most `earlier_error`. (An `ebm.PeriodicState` for a model other than
+    the zonal one.)"""
+    if isinstance(year.model, FlatModel):
+        return flat_cycle(
+            year, T0, params, result, num_steps, error_tolerance, unstable,
+            earlier_error,
+        )  # fmt: skip
     T_end, T, step_error = year.trajectory(T0, params)
     step_error = jnp.maximum(step_error, earlier_error)
     finite = jnp.all(jnp.isfinite(T)) & jnp.all(jnp.isfinite(T_end))
@@ -349,7 +385,7 @@ def periodic_equilibrium(
     params: Params,
     *,
     grid: Grid | None = None,
-    model: EnergyBalanceModel | None = None,
+    model: AbstractModel | None = None,
     start="present",
     steps_per_year: int = STEPS_PER_YEAR,
     spinup_years: int = 4,
@@ -361,17 +397,22 @@ def periodic_equilibrium(
     error_tolerance=None,
     throw: bool = True,
     progress: bool | diffrax.AbstractProgressMeter = False,
-) -> SeasonalCycle:
+) -> SeasonalCycle | PeriodicState:
     """The seasonal cycle: the periodic steady state, by Newton-Krylov shooting.
 
     **Arguments:**
 
     - `params`: the physical parameters (the orbit among them).
     - `grid`, `model`: the grid, or the model (default: `ebm.seasonal_model(grid)`,
-        the default model with `ebm.DailyInsolation`). Give one at most.
+        the default model with `ebm.DailyInsolation`). Give one at most. `model`
+        may be any model of the protocol whose forcing repeats every year (e.g.
+        `ebm.DeepOceanModel` over a seasonal surface, under `ebm.AbruptCO2`): its
+        state is stepped as one flat vector, as by `ebm.integrate_fixed`, and the
+        result is an `ebm.PeriodicState` (see docs/hierarchy.md).
     - `start`: where the root-find starts: `"present"` (default), `"warm"`,
         `"cold"` (as for `ebm.equilibrium`), or a profile of shape `(n_lat,)` on 1
-        January.
+        January; for another model, a state of it (default its
+        `initial_state`).
     - `steps_per_year`: equal time steps per year (default 365).
     - `spinup_years`: years of spin-up from `start` before shooting (default 4;
         cheap, and it brings Newton close to the cycle).
@@ -402,13 +443,15 @@ def periodic_equilibrium(
 
     **Returns:**
 
-    An `ebm.SeasonalCycle`. `jax.grad` and `jax.jacfwd` of its float fields with
-    respect to `params` (and the model's array leaves) work.
+    An `ebm.SeasonalCycle` (an `ebm.PeriodicState` for another model of the
+    protocol). `jax.grad` and `jax.jacfwd` of its float fields with respect to
+    `params` (and the model's array leaves) work.
 
     **Raises:**
 
     - `ValueError`: for a bad `start`, `steps_per_year`, `spinup_years`, `stepper`,
-        `checkpoint` or `error_tolerance`, and (with `throw=True`, for known
+        `checkpoint` or `error_tolerance`, a model whose forcing changes from year
+        to year, and (with `throw=True`, for known
         parameters) when `1 / steps_per_year` is above the stepper's stability limit
         at `start`, with the limit.
     - `EquinoxRuntimeError` (with `throw=True`): when Newton did not converge, the
@@ -416,20 +459,15 @@ def periodic_equilibrium(
         estimate above `error_tolerance`, the state became non-finite, or traced
         orbital parameters are out of range.
     """
-    model = _resolve_model(model, grid)
-    params = check_params(params)
-    stepper, checkpoint = _resolve_year(stepper, checkpoint, steps_per_year)
     check_count("spinup_years", spinup_years, 0)
-    error_tolerance = resolve_error_tolerance(error_tolerance, stepper)
-    T_start = _check_orbit(initial_profile(start, params, model.grid), params)
-    limit = check_stability(
-        stepper, model, params, T_start, 1.0 / steps_per_year, throw, steps_per_year
-    )
+    year, params, T_start, limit, error_tolerance = _setup(
+        params, model, grid, start, stepper, checkpoint, steps_per_year,
+        error_tolerance, throw,
+    )  # fmt: skip
     if solver is None:
         solver = optx.Newton(rtol=1e-10, atol=1e-10, linear_solver=_krylov(1e-6, 1e-6))
     if adjoint is None:
         adjoint = ImplicitAdjoint(linear_solver=_krylov(1e-11, 1e-11))
-    year = _Year(model, stepper, checkpoint, steps_per_year)
     cycle = _periodic_equilibrium(
         params,
         year,
@@ -445,7 +483,7 @@ def periodic_equilibrium(
     )
     if not throw:
         return cycle
-    message = _inaccurate_message(cycle, error_tolerance, stepper, steps_per_year)
+    message = _inaccurate_message(cycle, error_tolerance, year.stepper, steps_per_year)
     return raise_if_failed(cycle, cycle.result, message)
 
 
@@ -461,7 +499,7 @@ def _periodic_equilibrium(
     error_tolerance,
     limit,
     meter,
-) -> SeasonalCycle:
+) -> SeasonalCycle | PeriodicState:
     unstable = year.unstable(T_start, params, limit)
     T_guess, spinup_error = year.spin(T_start, params, spinup_years)
     if not isinstance(meter, diffrax.NoProgressMeter):
@@ -497,7 +535,7 @@ def seasonal_spinup(
     *,
     years: int,
     grid: Grid | None = None,
-    model: EnergyBalanceModel | None = None,
+    model: AbstractModel | None = None,
     start="present",
     steps_per_year: int = STEPS_PER_YEAR,
     stepper="rosenbrock",
@@ -505,7 +543,7 @@ def seasonal_spinup(
     error_tolerance=None,
     throw: bool = True,
     progress: bool | diffrax.AbstractProgressMeter = False,
-) -> SeasonalCycle:
+) -> SeasonalCycle | PeriodicState:
     """The seasonal cycle by spinning up: `years` years from `start`, then one more.
 
     The same time stepping as `ebm.periodic_equilibrium`, so that the two converge
@@ -514,7 +552,8 @@ def seasonal_spinup(
     **Arguments:**
 
     - `params`, `grid`, `model`, `start`, `steps_per_year`, `stepper`,
-        `checkpoint`: as for `ebm.periodic_equilibrium`.
+        `checkpoint`: as for `ebm.periodic_equilibrium` (any model of the protocol
+        whose forcing repeats every year).
     - `years`: years to spin up before the year that is returned (an integer >= 0).
         They are not differentiated (the cycle does not depend on where they
         started; differentiate `ebm.periodic_equilibrium`); the last year is.
@@ -526,7 +565,8 @@ def seasonal_spinup(
 
     **Returns:**
 
-    An `ebm.SeasonalCycle` of the last year; its `residual` says how far from
+    An `ebm.SeasonalCycle` of the last year (an `ebm.PeriodicState` for another
+    model of the protocol); its `residual` says how far from
     periodic it still is, `num_steps` is `years`, and `step_error` is the largest
     error estimate of any year run.
 
@@ -538,16 +578,11 @@ def seasonal_spinup(
         parameters), the state non-finite, or traced orbital parameters out of
         range.
     """
-    model = _resolve_model(model, grid)
-    params = check_params(params)
-    stepper, checkpoint = _resolve_year(stepper, checkpoint, steps_per_year)
     check_count("years", years, 0)
-    error_tolerance = resolve_error_tolerance(error_tolerance, stepper)
-    T_start = _check_orbit(initial_profile(start, params, model.grid), params)
-    limit = check_stability(
-        stepper, model, params, T_start, 1.0 / steps_per_year, throw, steps_per_year
-    )
-    year = _Year(model, stepper, checkpoint, steps_per_year)
+    year, params, T_start, limit, error_tolerance = _setup(
+        params, model, grid, start, stepper, checkpoint, steps_per_year,
+        error_tolerance, throw,
+    )  # fmt: skip
     cycle = _seasonal_spinup(
         params,
         year,
@@ -560,14 +595,14 @@ def seasonal_spinup(
     )
     if not throw:
         return cycle
-    message = _inaccurate_message(cycle, error_tolerance, stepper, steps_per_year)
+    message = _inaccurate_message(cycle, error_tolerance, year.stepper, steps_per_year)
     return raise_if_failed(cycle, cycle.result, message)
 
 
 @eqx.filter_jit
 def _seasonal_spinup(
     params, year, T_start, years, error_tolerance, limit, meter
-) -> SeasonalCycle:
+) -> SeasonalCycle | PeriodicState:
     unstable = year.unstable(T_start, params, limit)
     T0, spinup_error = year.spin(T_start, params, years, meter)
     return _cycle(

@@ -21,6 +21,7 @@ class DailyInsolation(AbstractInsolation):
 
     parameters = (S0, *ORBIT)
     tridiagonal = True
+    seasonal = True
 
     def __call__(self, params: AbstractParams, grid: Grid, t=None) -> Flux:
         if t is None:

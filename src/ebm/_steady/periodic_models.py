@@ -1,0 +1,134 @@
+r"""The seasonal cycle of a model of the protocol other than the zonal one.
+
+`ebm.periodic_equilibrium` and `ebm.seasonal_spinup` shoot for (or spin up to) the
+periodic state of the flow map over one year, $\Phi(y_0) = y_0$, exactly as for the
+zonal model (see `ebm._steady.seasonal`), with the model's state stepped as one flat
+vector (`FlatModel`, as `ebm.integrate_fixed` steps it) and the model's own Jacobian
+in the implicit steppers. The result is an `ebm.PeriodicState`: every declared
+variable through the year.
+
+A periodic state needs a forcing that repeats every year: the model's time
+dependence is its seasonal cycle (e.g. a zonal surface with `ebm.DailyInsolation`)
+and its scenario, if it has one, is steady from its start (`ebm.AbruptCO2`). A
+scenario that changes from year to year (`ebm.OnePercentCO2`, a series) has none,
+and is refused by name.
+"""
+
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+from jaxtyping import Array, Float, Int
+
+from .._custom_types import Scalar
+from .._layers.scenarios import AbstractScenario
+from .._model.protocol import AbstractModel, Variable, state_arrays
+from .._results import RESULTS, with_result_names
+from .._stepping.fixed_model import check_flat_stepper, flat_problem
+from .._stepping.steppers.checks import check_stability, fixed_step_result
+from .._stepping.steppers.flat import FlatModel
+
+
+class PeriodicState(eqx.Module):
+    """One year of the periodic state of a model of the protocol (or of a spin-up's
+    last year), from 1 January.
+
+    **Attributes:**
+
+    - `state0`: the state on 1 January that one year returns to, `{name: array}`
+        (see `variables`).
+    - `t`: the times of the year, years (`k / steps_per_year`, from 0).
+    - `states`: the state at each time, each array with a leading time axis.
+    - `T`: the surface temperature (`model.surface_temperature`) at each time,
+        degC; `annual_mean` its mean over the year.
+    - `global_mean`: the global-mean surface temperature at each time, degC.
+    - `residual`: the largest change of any state variable over the year,
+        `max |Phi(y0) - y0|`, in its units.
+    - `step_error`: the time stepping's estimated error over the year (as for
+        `ebm.SeasonalCycle`); checked against `error_tolerance`.
+    - `variables`: the model's declared variables.
+    - `result`: an `ebm.RESULTS`; `RESULTS.successful` when converged.
+    - `num_steps`: Newton steps taken (years spun up, for `ebm.seasonal_spinup`).
+    """
+
+    state0: dict[str, Array]
+    t: Float[Array, " time"]
+    states: dict[str, Array]
+    T: Array
+    annual_mean: Array
+    global_mean: Float[Array, " time"]
+    residual: Scalar
+    step_error: Scalar
+    variables: tuple[Variable, ...] = eqx.field(static=True)
+    result: RESULTS
+    num_steps: Int[Array, ""]
+
+    def __repr__(self) -> str:
+        return with_result_names(self)
+
+    @property
+    def annual_global_mean(self) -> Scalar:
+        """The global-mean surface temperature over the year, degC."""
+        return jnp.mean(self.global_mean)
+
+    @property
+    def converged(self):
+        """Whether the solve succeeded."""
+        return self.result == RESULTS.successful
+
+
+def flat_year_problem(
+    params, model: AbstractModel, grid, start, stepper, steps_per_year, throw
+):
+    """`(FlatModel, params, flat start, stability limit)` for the year of `model`.
+
+    **Raises:**
+
+    - `ValueError`: for a scenario that is not steady, a `grid`, a `start` that is
+        not a state of the model, `stepper="imex"`, or (with `throw`, for known
+        parameters) a step above the stepper's stability limit.
+    - `TypeError`: for parameters that are not `model.Params`.
+    """
+    scenario = getattr(model, "forcing", None)
+    if isinstance(scenario, AbstractScenario) and not scenario.steady:
+        raise ValueError(
+            f"A periodic state needs forcing that repeats every year; "
+            f"{type(scenario).__name__} changes from year to year, so "
+            f"{type(model).__name__} under it has none. Give the model a steady "
+            "scenario (e.g. ebm.AbruptCO2(factor)), or run it in time with "
+            "ebm.integrate."
+        )
+    check_flat_stepper(stepper, model)
+    if isinstance(start, str) and start == "present":
+        start = None  # the model's own start state
+    dt = 1.0 / steps_per_year
+    flat, params, v0 = flat_problem(params, model, grid, start, dt, steps_per_year)
+    limit = check_stability(stepper, flat, params, v0, dt, throw, steps_per_year)
+    return flat, params, v0, limit
+
+
+def flat_cycle(
+    year, v0, params, result, num_steps, error_tolerance, unstable, earlier_error=0.0
+) -> PeriodicState:
+    """Run the year of `FlatModel` `year.model` from `v0` and summarise it; the
+    years before it (a spin-up) had at most `earlier_error`."""
+    flat: FlatModel = year.model
+    model = flat.model
+    v_end, v, step_error = year.trajectory(v0, params)
+    step_error = jnp.maximum(step_error, earlier_error)
+    finite = jnp.all(jnp.isfinite(v)) & jnp.all(jnp.isfinite(v_end))
+    result = fixed_step_result(finite, step_error, unstable, error_tolerance, result)
+    ys = jax.vmap(flat.unflatten)(v)
+    T = jax.vmap(model.surface_temperature)(ys)
+    return PeriodicState(
+        state0=state_arrays(model, flat.unflatten(v0)),
+        t=jnp.arange(year.steps) / year.steps,
+        states=jax.vmap(lambda y: state_arrays(model, y))(ys),
+        T=T,
+        annual_mean=jnp.mean(T, axis=0),
+        global_mean=jax.vmap(model.global_mean)(ys),
+        residual=jnp.max(jnp.abs(v_end - v0)),
+        step_error=step_error,
+        variables=model.variables,
+        result=result,
+        num_steps=num_steps,
+    )
