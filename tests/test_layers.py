@@ -96,6 +96,28 @@ def test_tcr_gradient_matches_finite_differences():
         assert float(getattr(gradient, name)) == pytest.approx(expected, rel=1e-6)
 
 
+@pytest.mark.parametrize("model", [TWO, ebm.NLayerModel()], ids=["two", "three"])
+def test_metrics_of_a_layer_model_are_exact_and_agree_with_the_integration(model):
+    # The metrics of the global layer models take their run's integrals from the
+    # matrix exponential; diffrax's integration of the same run (which the zonal
+    # model over a deep ocean uses) agrees to its tolerance.
+    from ebm._layers import metrics
+
+    params = model.Params(efficacy=1.3)
+    for scenario, years in (
+        (ebm.OnePercentCO2(), np.array([60.0, 80.0])),
+        (ebm.AbruptCO2(4.0), np.arange(0.0, 151.0)),
+    ):
+        ramp = metrics._scenario(model, scenario)
+        exact, result = metrics._integrals(ramp, params, years)
+        max_steps = metrics.default_max_steps(ramp, params, float(years[-1]))
+        integrated, _ = metrics._integrals_jit(
+            ramp, params, jnp.asarray(years), max_steps
+        )
+        assert bool(result == ebm.RESULTS.successful)
+        np.testing.assert_allclose(exact, integrated, rtol=1e-8, atol=1e-8)
+
+
 def test_n_layer_model_of_two_layers_is_the_two_layer_model():
     two = ebm.NLayerModel(2, forcing=ebm.AbruptCO2(4.0))
     params = two.Params(C1=7.3, C2=106.0, kappa1=1.13, kappa2=0.73, efficacy=1.3)

@@ -1,35 +1,92 @@
 r"""The exact solution of a linear layer model under a piecewise-linear forcing.
 
+The layers' matrix $A$ of $\dot y = A y + b F$ is tridiagonal with off-diagonal
+products $A_{k,k+1} A_{k+1,k} > 0$ (every heat capacity, exchange coefficient and
+efficacy is positive), so a diagonal $D$ (with $d_{k+1}/d_k =
+\sqrt{A_{k+1,k}/A_{k,k+1}}$) makes $D^{-1} A D$ symmetric: $A = V \Lambda V^{-1}$
+with $V = D Q$ and $V^{-1} = Q^\top D^{-1}$ from the symmetric eigendecomposition
+$D^{-1} A D = Q \Lambda Q^\top$, whose eigenvalues are real and distinct (a Jacobi
+matrix's).
+
 Between two knots $t_k < t_{k+1}$ (the run's ends, the saved times and the
 forcing's `kinks`, where its slope may change) the forcing is
-$F(t) = F_k + s_k (t - t_k)$, and $\dot y = A y + b F$ is solved exactly by the
-exponential of the augmented matrix (Van Loan 1978)
+$F(t) = F_k + s_k (t - t_k)$, and each mode $z = V^{-1} y$,
+$\dot z_i = \lambda_i z_i + \beta_i F$ with $\beta = V^{-1} b$, is solved exactly
+over a step $h$ (with $x = \lambda_i h$):
 
-$$\begin{pmatrix} y \\ F \\ s \end{pmatrix}(t_k + h) =
-\exp\!\left(h \begin{pmatrix} A & b & 0 \\ 0 & 0 & 1 \\ 0 & 0 & 0 \end{pmatrix}\right)
-\begin{pmatrix} y_k \\ F_k \\ s_k \end{pmatrix}.$$
+$$z_i(t_k + h) = e^{x} z_i + \beta_i\left(F_k h\,\varphi_1(x) + s_k h^2\varphi_2(x)
+\right),$$
 
-One small matrix exponential per interval (all at once, `vmap`), then a `lax.scan`
-of matrix-vector products: exact to rounding, with JAX's own derivatives in
-both modes (through `expm`'s Fréchet derivative). This is how FaIR 2.x steps its
-energy-balance model, with the forcing held constant over each step there.
+$$\int_{t_k}^{t_k + h} z_i\,dt = z_i h\,\varphi_1(x) + \beta_i\left(F_k h^2
+\varphi_2(x) + s_k h^3 \varphi_3(x)\right),$$
+
+with $\varphi_0(x) = e^x$ and $\varphi_{j+1}(x) = (\varphi_j(x) - 1/j!)/x$ (by their
+Taylor series near $x = 0$). Time integrals of outputs linear in the state and the
+forcing, $\int (R y + g F)\,dt$ (the warming and the top-of-atmosphere imbalance
+whose annual means the metrics take), follow from those of the modes. One small
+symmetric eigendecomposition per run, then a `lax.scan` of elementwise updates:
+exact to rounding, with JAX's own derivatives in both modes. (FaIR 2.x steps its
+energy-balance model by the matrix exponential, with the forcing held constant over
+each step.)
 """
+
+import math
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 
 
-def exact_states(model, params, y0, t0, t1, save_ts):
+_SERIES_BELOW = 1.0  # |x| below which the phi functions are summed as series
+_SERIES_TERMS = 20  # 1 / 20! ~ 4e-19: below double precision's rounding
+
+
+def _phis(x):
+    """`(phi_0, phi_1, phi_2, phi_3)` at `x`, each accurate to rounding."""
+    small = jnp.abs(x) < _SERIES_BELOW
+    # Each branch at arguments where it is accurate (and its gradient finite).
+    xs = jnp.where(small, x, 0.0)
+    xl = jnp.where(small, 1.0, x)
+    series = []
+    for k in range(4):
+        # Horner's rule for sum_j x^j / (j + k)!.
+        total = jnp.zeros_like(xs)
+        for j in reversed(range(_SERIES_TERMS)):
+            total = total * xs + 1.0 / math.factorial(j + k)
+        series.append(total)
+    phi = [jnp.exp(xl), jnp.expm1(xl) / xl]
+    for k in (1, 2):
+        phi.append((phi[k] - 1.0 / math.factorial(k)) / xl)
+    phi[0] = jnp.exp(x)
+    return [phi[0]] + [jnp.where(small, s, p) for s, p in zip(series[1:], phi[1:])]
+
+
+def modes(matrix):
+    """`(eigenvalues, V, V^-1)` of the tridiagonal `matrix` (see the module
+    docstring)."""
+    ratio = jnp.sqrt(jnp.diagonal(matrix, -1) / jnp.diagonal(matrix, 1))
+    d = jnp.concatenate([jnp.ones(1, matrix.dtype), jnp.cumprod(ratio)])
+    symmetric = matrix * d[None, :] / d[:, None]
+    eigenvalues, q = jnp.linalg.eigh(0.5 * (symmetric + symmetric.T))
+    return eigenvalues, d[:, None] * q, q.T / d[None, :]
+
+
+def exact_states(model, params, y0, t0, t1, save_ts, outputs=None):
     """The state vectors (`model.to_vector`) at `save_ts` and at `t1`, from `y0` at
     `t0`, and the number of intervals solved.
+
+    With `outputs = (R, g)` (shapes `(k, n)` and `(k,)`), each vector is followed
+    by the integrals from `t0` of the `k` outputs `R y + g F`.
 
     The knots are the union of `t0`, `t1`, `save_ts` and the forcing's kinks,
     clipped to `[t0, t1]` and sorted: a static count, so traced times and series
     share one program.
     """
     matrix, b = model.system(params)
-    n = matrix.shape[0]
+    if outputs is None:
+        rows, weights = jnp.zeros((0, y0.shape[0])), jnp.zeros(0)
+    else:
+        rows, weights = outputs
     parts = [jnp.stack([t0, t1]), jnp.atleast_1d(save_ts)]
     kinks = model.forcing.kinks
     if kinks is not None:
@@ -39,17 +96,21 @@ def exact_states(model, params, y0, t0, t1, save_ts):
     forcing = jax.vmap(lambda t: model.forcing(t, params))(knots)
     positive = h > 0
     slope = jnp.where(positive, jnp.diff(forcing) / jnp.where(positive, h, 1.0), 0.0)
-    augmented = jnp.zeros((n + 2, n + 2), matrix.dtype)
-    augmented = augmented.at[:n, :n].set(matrix).at[:n, n].set(b)
-    augmented = augmented.at[n, n + 1].set(1.0)
-    propagators = jax.vmap(jax.scipy.linalg.expm)(augmented[None] * h[:, None, None])
+    eigenvalues, v, v_inverse = modes(matrix)
+    beta = v_inverse @ b
+    rows_v = rows @ v
 
-    def step(y, inputs):
-        propagator, f, s = inputs
-        y = propagator[:n, :n] @ y + propagator[:n, n] * f + propagator[:n, n + 1] * s
-        return y, y
+    def step(carry, inputs):
+        z, integral = carry
+        h, f, s = inputs
+        phi0, phi1, phi2, phi3 = _phis(eigenvalues * h)
+        z_integral = z * h * phi1 + beta * (f * h**2 * phi2 + s * h**3 * phi3)
+        z = phi0 * z + beta * (f * h * phi1 + s * h**2 * phi2)
+        integral = integral + rows_v @ z_integral + weights * (f * h + s * h**2 / 2)
+        return (z, integral), jnp.concatenate([v @ z, integral])
 
-    final, ys = jax.lax.scan(step, y0, (propagators, forcing[:-1], slope))
-    ys = jnp.concatenate([y0[None], ys])
+    start = (v_inverse @ y0, jnp.zeros(rows.shape[0], y0.dtype))
+    _, ys = jax.lax.scan(step, start, (h, forcing[:-1], slope))
+    ys = jnp.concatenate([jnp.concatenate([y0, start[1]])[None], ys])
     saved = ys[jnp.searchsorted(knots, save_ts)]
-    return saved, final, np.int64(h.shape[0])
+    return saved, ys[-1], np.int64(h.shape[0])

@@ -172,8 +172,8 @@ def integrate(
         (`ebm.TwoLayerModel`, `ebm.NLayerModel`) under a piecewise-linear forcing
         (`AbruptCO2`, `OnePercentCO2`, `ForcingSeries`, `HistoricalForcing`),
         `"exact"` solves the linear system exactly between the forcing's kinks and
-        the saved times (matrix exponentials, differentiated by JAX itself;
-        `adjoint` does not apply).
+        the saved times (mode by mode, differentiated by JAX itself; `adjoint`
+        does not apply).
     - `saveat`: a `diffrax.SaveAt` (default: the final state only). Saved times fill
         `ts` and `Ts`.
     - `stepsize_controller`: default `diffrax.PIDController(rtol=1e-8, atol=1e-8)`
