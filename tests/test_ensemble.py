@@ -329,6 +329,37 @@ def test_ensemble_progress_counts_blocks_on_stderr(capfd):
     assert "100.00%" in capfd.readouterr().out
 
 
+def test_blocks_are_dispatched_a_few_at_a_time_and_counted_as_they_finish(
+    monkeypatch,
+):
+    # The meter steps as each block finishes, with at most two blocks in flight:
+    # dispatched all at once, a long ensemble's bar stood at 0% until every block
+    # had run (on CPU, dispatch runs the block), then jumped to 100%, and every
+    # block's work was held at once.
+    from ebm._analysis import ensemble, ensemble_layout
+
+    events = []
+    run_block = ensemble_layout._run_block
+
+    def recorded(member, block):
+        events.append("dispatch")
+        return run_block(member, block)
+
+    class Recorded(ensemble.HostProgress):
+        def step(self, done, note=None):
+            events.append("finished")
+            super().step(done, note)
+
+    monkeypatch.setattr(ensemble_layout, "_run_block", recorded)
+    monkeypatch.setattr(ensemble, "HostProgress", Recorded)
+    members = ebm.sweep(D=np.linspace(0.4, 0.6, 6))
+    ebm.ensemble(members, block_size=1)
+    assert events.count("dispatch") == events.count("finished") == 6
+    in_flight = np.cumsum([1 if event == "dispatch" else -1 for event in events])
+    assert in_flight.max() == 2
+    assert events.index("finished") < len(events) - 1 - events[::-1].index("dispatch")
+
+
 MANY_MEMBERS = """
 import jax
 import jax.numpy as jnp

@@ -2,7 +2,9 @@
 blocks, asynchronously on every device of this process (see `ebm.ensemble`'s module
 docstring), and gathered back to every process."""
 
+import collections
 import dataclasses
+import functools
 import math
 import numbers
 
@@ -149,14 +151,15 @@ def _run_block(member: _Member, block: Params):
 
 def _run_shard(member: _Member, shard: Params, block_size: int, live: int):
     """One device's shard, in blocks: `live` members are real, the rest padding.
-    Blocks of padding alone are not computed (`None`)."""
+    Each block is a call that dispatches it (`_finish` calls them), or `None` for
+    padding alone, which is not computed."""
     starts = range(0, _num_members(shard), block_size)
     blocks = [jax.tree.map(lambda x: x[s : s + block_size], shard) for s in starts]
-    outputs = [
-        _run_block(member, block) if start < live else None
+    calls = [
+        functools.partial(_run_block, member, block) if start < live else None
         for start, block in zip(starts, blocks)
     ]
-    return blocks, outputs
+    return blocks, calls
 
 
 def _retry_block(member: _Member, block: Params, error: Exception):
@@ -199,8 +202,8 @@ def _retry_block(member: _Member, block: Params, error: Exception):
 
 
 def _dispatch(member: _Member, placed: Params, layout: _Layout) -> dict:
-    """Every block of this process's devices, dispatched before any is waited for,
-    so that the devices run at once: device -> (position, blocks, outputs)."""
+    """Every block of this process's devices, ready to be dispatched: device ->
+    (position, blocks, calls)."""
     dispatched = {}
     for position, device, shard in _local_shards(placed, layout):
         live = layout.count - position * layout.shard_size
@@ -218,22 +221,46 @@ def _num_blocks(dispatched: dict) -> int:
     )
 
 
+# Blocks in flight on each device at once: one running and one queued behind it,
+# so that a device never waits for the host between blocks, and memory holds two
+# blocks' work however many members there are.
+_IN_FLIGHT = 2
+
+
 def _finish(member: _Member, dispatched: dict, layout: _Layout, meter: HostProgress):
-    """Wait for every dispatched block (retrying one whose gradient raised when it
-    ran), telling `meter` of each: each device's outputs as one tree, and member ->
-    why for the members whose gradient raised even on retry."""
-    outputs = {}
+    """Dispatch every block, `_IN_FLIGHT` at a time on each device (the devices at
+    once), and wait for each in turn (retrying one whose gradient raised when it
+    ran), telling `meter` as each finishes: each device's outputs as one tree, and
+    member -> why for the members whose gradient raised even on retry."""
     raised = {}
     done = 0
     template = None  # a computed block, whose shapes stand in for padding
-    for device, (position, blocks, pending) in dispatched.items():
-        finished = []
-        for index, (block, output) in enumerate(zip(blocks, pending)):
+    finished = {device: [] for device in dispatched}
+    waiting = {device: collections.deque() for device in dispatched}
+    queues = {
+        device: collections.deque(enumerate(zip(blocks, calls)))
+        for device, (_, blocks, calls) in dispatched.items()
+    }
+
+    def launch(device):
+        while queues[device] and len(waiting[device]) < _IN_FLIGHT:
+            index, (block, call) = queues[device].popleft()
+            waiting[device].append((index, block, None if call is None else call()))
+
+    for device in dispatched:
+        launch(device)
+    while any(waiting.values()):
+        for device, position_blocks_calls in dispatched.items():
+            if not waiting[device]:
+                continue
+            position = position_blocks_calls[0]
+            index, block, output = waiting[device].popleft()
             if output is None:
                 if template is None:  # this process has padding alone
                     template = eqx.filter_eval_shape(_block, member, block)
                 zeros = lambda x: jnp.zeros(x.shape, x.dtype, device=device)  # noqa: E731
-                finished.append(jax.tree.map(zeros, template))
+                finished[device].append(jax.tree.map(zeros, template))
+                launch(device)
                 continue
             output, retried = output
             try:
@@ -242,11 +269,15 @@ def _finish(member: _Member, dispatched: dict, layout: _Layout, meter: HostProgr
                 output, retried = _retry_or_raise(member, block, error)
             start = position * layout.shard_size + index * layout.block_size
             raised.update({start + int(i): why for i, why in retried.items()})
-            finished.append(output)
+            finished[device].append(output)
             done += 1
             meter.step(done)
             template = output
-        outputs[device] = jax.tree.map(lambda *xs: jnp.concatenate(xs), *finished)
+            launch(device)
+    outputs = {
+        device: jax.tree.map(lambda *xs: jnp.concatenate(xs), *blocks)
+        for device, blocks in finished.items()
+    }
     return outputs, raised
 
 
