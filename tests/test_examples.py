@@ -253,3 +253,19 @@ def test_historical_calibration_example_runs(tmp_path):
     assert set(rows) == {"ECS", "TCR"}
     assert "lag-1 autocorrelation of the residuals" in result.stdout
     assert (tmp_path / "historical_calibration.png").stat().st_size > 10_000
+
+
+def test_prior_ensemble_example_runs(tmp_path):
+    result = _run_example("prior_ensemble.py", "--fast", cwd=tmp_path)
+    assert "10,000 members in" in result.stdout
+    rows = {
+        tuple(line.split()[:3]): [float(x) for x in line.split()[3:8]]
+        for line in result.stdout.splitlines()
+        if line.startswith(("ECS (K)", "TCR (K)"))
+    }
+    for name in ("ECS", "TCR"):
+        prior, weighted = rows[(name, "(K)", "prior")], rows[(name, "(K)", "weighted")]
+        assert weighted == sorted(weighted) and prior == sorted(prior)
+        # The observed warming narrows both.
+        assert weighted[4] - weighted[0] < prior[4] - prior[0]
+    assert (tmp_path / "prior_ensemble.png").stat().st_size > 10_000

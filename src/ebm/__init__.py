@@ -30,6 +30,11 @@ from ._analysis.ensemble import (
 from ._analysis.fit import FitResult as FitResult, fit as fit
 from ._analysis.log_posterior import LogPosterior as LogPosterior
 from ._analysis.posterior import Posterior as Posterior, posterior as posterior
+from ._analysis.prior_ensemble import (
+    Constrained as Constrained,
+    constrain as constrain,
+    sample_prior as sample_prior,
+)
 from ._analysis.priors import (
     AbstractPrior as AbstractPrior,
     LogDensity as LogDensity,

@@ -86,6 +86,20 @@ class AbstractPrior(eqx.Module):
             "Uniform prior to draw from the prior."
         )
 
+    def cdf(self, x):
+        """The cumulative distribution function at `x` (of the prior itself)."""
+        raise NotImplementedError(
+            f"{type(self).__name__} has no quantile function; give a Normal, "
+            "LogNormal or Uniform prior to sample it (`ebm.sample_prior`)."
+        )
+
+    def quantile(self, u):
+        """The inverse of `cdf`: the value below which a fraction `u` lies."""
+        raise NotImplementedError(
+            f"{type(self).__name__} has no quantile function; give a Normal, "
+            "LogNormal or Uniform prior to sample it (`ebm.sample_prior`)."
+        )
+
     def coordinate(self, declaration: Parameter) -> Parameter:
         """The support, as a declaration whose transform `ebm.posterior` samples."""
         return _intersect(declaration, *self.support())
@@ -115,6 +129,12 @@ class Normal(AbstractPrior):
 
     def sample(self, key, shape=()):
         return self.mean + self.std * jax.random.normal(key, shape)
+
+    def cdf(self, x):
+        return jax.scipy.special.ndtr((x - self.mean) / self.std)
+
+    def quantile(self, u):
+        return self.mean + self.std * jax.scipy.special.ndtri(u)
 
 
 class LogNormal(AbstractPrior):
@@ -146,6 +166,13 @@ class LogNormal(AbstractPrior):
 
     def sample(self, key, shape=()):
         return self.median * jnp.exp(self.sigma * jax.random.normal(key, shape))
+
+    def cdf(self, x):
+        z = (jnp.log(jnp.maximum(x, 0.0)) - math.log(self.median)) / self.sigma
+        return jax.scipy.special.ndtr(z)
+
+    def quantile(self, u):
+        return self.median * jnp.exp(self.sigma * jax.scipy.special.ndtri(u))
 
 
 class Uniform(AbstractPrior):
@@ -196,6 +223,22 @@ class Uniform(AbstractPrior):
                 "give `Uniform(lower, upper)` to draw from it."
             )
         return jax.random.uniform(key, shape, minval=self.lower, maxval=self.upper)
+
+    def _ends(self):
+        if self.lower is None or self.upper is None:
+            raise NotImplementedError(
+                "Uniform prior without both ends given: its range is the parameter's; "
+                "give `Uniform(lower, upper)` to sample it."
+            )
+        return self.lower, self.upper
+
+    def cdf(self, x):
+        lower, upper = self._ends()
+        return jnp.clip((x - lower) / (upper - lower), 0.0, 1.0)
+
+    def quantile(self, u):
+        lower, upper = self._ends()
+        return lower + (upper - lower) * u
 
 
 class LogDensity(AbstractPrior):
