@@ -4,7 +4,7 @@
 For the two-layer model under `ebm.HistoricalForcing`, the seconds per call of
 `jax.jit(jax.value_and_grad(misfit))`, where misfit is the summed squared
 difference of the saved warming from `ebm.observed_warming`: with
-`solver="exact"` (matrix exponentials between the knots) and with the model's
+`solver="exact"` (mode by mode between the knots) and with the model's
 default diffrax solver (Tsit5, steps ending on the forcing's yearly kinks,
 tolerances 1e-9, recursive checkpointing). The first call (with compilation) and
 the median of `--repeats` calls after it, in this process; and the largest

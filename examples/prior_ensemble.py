@@ -27,21 +27,12 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+# The same priors, and AR6's ranges, as the NUTS calibration's.
+from historical_calibration import AR6, PRIORS  # a sibling script
+
 import ebm
 
 
-AR6 = {  # Forster et al. (2021), Table 7.13 / SPM: likely and very likely ranges, K
-    "ecs": {"likely": (2.5, 4.0), "very likely": (2.0, 5.0)},
-    "tcr": {"likely": (1.4, 2.2), "very likely": (1.2, 2.4)},
-}
-PRIORS = {
-    "feedback": ebm.LogNormal(1.3, 0.5),
-    "gamma": ebm.LogNormal(0.7, 0.5),
-    "C": ebm.LogNormal(8.0, 0.5),
-    "C_deep": ebm.LogNormal(100.0, 0.5),
-    "efficacy": ebm.LogNormal(1.2, 0.3),
-    "aerosol_scale": ebm.LogNormal(1.0, 0.5),
-}
 WARMING_SIGMA = (1.20 - 0.95) / (2 * 1.645)  # K
 
 
