@@ -85,6 +85,13 @@ def test_a_forcing_that_changes_from_year_to_year_and_other_mistakes_are_named()
         ebm.periodic_equilibrium(PARAMS, model=DEEP, start="warm")
     with pytest.raises(TypeError, match="model.Params"):
         ebm.periodic_equilibrium(ebm.Params(), model=DEEP)
+    # An inaccurate year names the remedies that apply: not the zonal model's
+    # stepper='imex', which this model refuses.
+    with pytest.raises(Exception, match="exceeds `error_tolerance`") as raised:
+        ebm.periodic_equilibrium(
+            PARAMS, model=DEEP, steps_per_year=STEPS, error_tolerance=1e-6
+        )
+    assert "imex" not in str(raised.value) and "steps_per_year" in str(raised.value)
 
 
 def test_a_periodic_state_is_written_with_each_variable_through_the_year(

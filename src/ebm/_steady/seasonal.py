@@ -126,7 +126,8 @@ def _inaccurate_message(cycle, error_tolerance, stepper, steps_per_year) -> str 
     if not (np.any(inaccurate) and np.all(inaccurate | successful)):
         return None
     remedies = [f"more steps per year (`steps_per_year`, now {steps_per_year})"]
-    if getattr(stepper, "name", None) != "imex":
+    # ('imex' is the zonal model's alone.)
+    if getattr(stepper, "name", None) != "imex" and isinstance(cycle, SeasonalCycle):
         remedies.append(
             "stepper='imex' (at a sharp ice edge the linearly implicit steppers "
             "go wrong)"
