@@ -47,18 +47,18 @@ def _phis(x):
     # Each branch at arguments where it is accurate (and its gradient finite).
     xs = jnp.where(small, x, 0.0)
     xl = jnp.where(small, 1.0, x)
-    series = []
-    for k in range(4):
-        # Horner's rule for sum_j x^j / (j + k)!.
+    # By the recurrence phi_{k+1} = (phi_k - 1/k!) / x away from 0 ...
+    direct = [jnp.expm1(xl) / xl]
+    for k in (1, 2):
+        direct.append((direct[-1] - 1.0 / math.factorial(k)) / xl)
+    # ... and near it by the series sum_j x^j / (j + k)!, by Horner's rule.
+    phis = [jnp.exp(x)]
+    for k, value in zip((1, 2, 3), direct):
         total = jnp.zeros_like(xs)
         for j in reversed(range(_SERIES_TERMS)):
             total = total * xs + 1.0 / math.factorial(j + k)
-        series.append(total)
-    phi = [jnp.exp(xl), jnp.expm1(xl) / xl]
-    for k in (1, 2):
-        phi.append((phi[k] - 1.0 / math.factorial(k)) / xl)
-    phi[0] = jnp.exp(x)
-    return [phi[0]] + [jnp.where(small, s, p) for s, p in zip(series[1:], phi[1:])]
+        phis.append(jnp.where(small, total, value))
+    return phis
 
 
 def modes(matrix):
