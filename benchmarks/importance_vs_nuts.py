@@ -105,10 +105,8 @@ def main():
     noise = np.asarray(noise_prior.quantile(jnp.asarray(u)))
     pieces = []
     for start in range(0, args.members, args.block_size):
-        block = jax.tree.map(
-            lambda x: x[start : start + args.block_size] if np.ndim(x) else x,
-            members,
-        )
+        # (Every field of the members has one value per member.)
+        block = jax.tree.map(lambda x: x[start : start + args.block_size], members)
         outputs = batched(block, noise[start : start + args.block_size])
         pieces.append([np.asarray(x) for x in outputs])
     log_w, ecs, tcr = (np.concatenate(parts) for parts in zip(*pieces))

@@ -250,10 +250,9 @@ def _finish(member: _Member, dispatched: dict, layout: _Layout, meter: HostProgr
     for device in dispatched:
         launch(device)
     while any(waiting.values()):
-        for device, position_blocks_calls in dispatched.items():
+        for device, (position, _, _) in dispatched.items():
             if not waiting[device]:
                 continue
-            position = position_blocks_calls[0]
             index, block, output = waiting[device].popleft()
             if output is None:
                 if template is None:  # this process has padding alone

@@ -237,10 +237,9 @@ def constrain(
             f"No member of {shape[0]} satisfies the constraints ({failed.sum()} "
             "failed): widen the prior or the constraints."
         )
-    weights = np.exp(log_weights - np.max(log_weights))
-    relative = weights  # the largest is 1
-    weights = weights / np.sum(weights)
+    relative = np.exp(log_weights - np.max(log_weights))  # the largest is 1
     accepted = np.random.default_rng(seed).random(shape) < relative
+    weights = relative / np.sum(relative)
     return Constrained(
         weights=jnp.asarray(weights),
         accepted=jnp.asarray(accepted),
