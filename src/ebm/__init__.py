@@ -70,6 +70,7 @@ from ._edges.plot import (
     plot_trajectory as plot_trajectory,
 )
 from ._edges.plot_run import plot_run as plot_run
+from ._edges.plot_seaice import plot_sea_ice as plot_sea_ice
 from ._layers.base import AbstractLayerModel as AbstractLayerModel
 from ._layers.deep_ocean import DeepOceanModel as DeepOceanModel
 from ._layers.historical import (
@@ -109,7 +110,11 @@ from ._model.parameters import (
     params_class as params_class,
 )
 from ._model.params import Params as Params
-from ._model.protocol import AbstractModel as AbstractModel, Variable as Variable
+from ._model.protocol import (
+    AbstractModel as AbstractModel,
+    Coordinate as Coordinate,
+    Variable as Variable,
+)
 from ._numerics.pseudo_transient import (
     PseudoTransientContinuation as PseudoTransientContinuation,
 )
@@ -158,6 +163,12 @@ from ._physics.transport.moist import (
     MoistDiffusiveTransport as MoistDiffusiveTransport,
 )
 from ._results import RESULTS as RESULTS
+from ._seaice.metrics import (
+    ice_free_forcing as ice_free_forcing,
+    summer_ice_edge as summer_ice_edge,
+)
+from ._seaice.model import SeaIceModel as SeaIceModel, SeaIceParams as SeaIceParams
+from ._seaice.stepper import SeaIceEuler as SeaIceEuler
 from ._steady.continuation import (
     Branch as Branch,
     Fold as Fold,
@@ -170,6 +181,7 @@ from ._steady.equilibrium import (
     equilibrium as equilibrium,
 )
 from ._steady.periodic_models import PeriodicState as PeriodicState
+from ._steady.periodic_sweep import periodic_sweep as periodic_sweep
 from ._steady.seasonal import (
     SeasonalCycle as SeasonalCycle,
     periodic_equilibrium as periodic_equilibrium,

@@ -26,6 +26,7 @@ from .._model.parameters import AbstractParams
 from .._model.params import Params
 from .variables import (
     branch_variables,
+    coordinate_names,
     ensemble_variables,
     equilibrium_variables,
     fit_variables,
@@ -158,6 +159,7 @@ def to_dataset(result, params: Params | None = None, *, model=None):
     # Bounds are data variables: as coordinates xarray would write a global
     # `coordinates` attribute, which CF does not define.
     coordinates = {"lat", "time", "lat_edge", "member", "layer"}
+    coordinates |= coordinate_names(getattr(result, "variables", None) or ())
     dataset = xarray.Dataset(
         {k: v for k, v in variables.items() if k not in coordinates},
         coords={k: v for k, v in variables.items() if k in coordinates},

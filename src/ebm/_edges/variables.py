@@ -254,6 +254,12 @@ def declared_variables(declared, state: dict, long_prefix: str = "") -> dict:
             value,
             {"units": variable.units, "long_name": long_prefix + variable.long_name},
         )
+        for coordinate in variable.coordinates:
+            variables[coordinate.name] = (
+                coordinate.name,
+                np.asarray(coordinate.values),
+                {"units": coordinate.units, "long_name": coordinate.long_name},
+            )
         # (Counted from the end: an ensemble's values have a leading member axis.)
         first = value.ndim - len(variable.dims)
         for axis, name in enumerate(variable.dims):
@@ -265,6 +271,13 @@ def declared_variables(declared, state: dict, long_prefix: str = "") -> dict:
                     {"long_name": f"{name} number, from the surface (1)"},
                 )
     return variables
+
+
+def coordinate_names(declared) -> set[str]:
+    """The names of the coordinates that `declared_variables` writes for
+    `declared`: each variable's own, and `layer`."""
+    names = {c.name for variable in declared for c in variable.coordinates}
+    return names | {"layer"}
 
 
 def run_variables(run, container: type[Params]) -> dict:
@@ -627,12 +640,23 @@ def periodic_variables(cycle, container: type[Params]) -> dict:
     global mean through the year, the residual and the step error."""
     del container  # the parameters' declarations are not needed here
     variables = declared_variables(cycle.variables, cycle.state0, "1 January ")
-    variables = {f"{k}_start" if k != "layer" else k: v for k, v in variables.items()}
+    coordinates = coordinate_names(cycle.variables)
+    variables = {
+        k if k in coordinates else f"{k}_start": v for k, v in variables.items()
+    }
     for variable in cycle.variables:
         variables[variable.name] = (
             ("time", *variable.dims),
             as_numpy(cycle.states[variable.name]),
             {"units": variable.units, "long_name": variable.long_name},
+        )
+    if "T" not in variables:
+        # A surface temperature that is not a state variable (the sea-ice model's),
+        # on the dimensions of the state's first variable.
+        variables["T"] = (
+            ("time", *cycle.variables[0].dims),
+            as_numpy(cycle.T),
+            {**TEMPERATURE, "long_name": "surface temperature"},
         )
     variables.update(time_variables(cycle.t))
     variables["global_mean"] = (

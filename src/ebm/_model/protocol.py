@@ -39,6 +39,23 @@ from .parameters import AbstractParams
 
 
 @dataclasses.dataclass(frozen=True)
+class Coordinate:
+    """The coordinate of one of a variable's dimensions, as files write it.
+
+    **Arguments:**
+
+    - `name`: the dimension's name (`"x"`).
+    - `values`: its values, a tuple of floats.
+    - `units`, `long_name`: as for `ebm.Variable`.
+    """
+
+    name: str
+    values: tuple[float, ...]
+    units: str
+    long_name: str
+
+
+@dataclasses.dataclass(frozen=True)
 class Variable:
     """One variable of a model's state, as its results and files describe it.
 
@@ -49,12 +66,16 @@ class Variable:
     - `long_name`: what it is, in a few words.
     - `dims`: the names of its dimensions (`("lat",)`, `("layer",)`, or `()` for a
         scalar).
+    - `coordinates`: an `ebm.Coordinate` for each dimension other than `lat`
+        (whose grid files know) that has values of its own; a dimension without one
+        is numbered (`layer`: 2, 3, ... below the surface).
     """
 
     name: str
     units: str
     long_name: str
     dims: tuple[str, ...] = ()
+    coordinates: tuple[Coordinate, ...] = ()
 
     def __post_init__(self):
         if not self.name.isidentifier():
@@ -107,6 +128,20 @@ class AbstractModel(eqx.Module):
         """The global-mean surface temperature of state `y`, degC."""
         return self.surface_temperature(y)
 
+    def temperature(self, t, y: PyTree, params: AbstractParams) -> Array:
+        """The surface temperature of state `y` at time `t`, degC:
+        `surface_temperature(y)`, unless (as for `ebm.SeaIceModel`) it depends on
+        the time and the parameters too."""
+        del t, params
+        return self.surface_temperature(y)
+
+    def mean_temperature(self, t, y: PyTree, params: AbstractParams) -> Scalar:
+        """The global-mean surface temperature of state `y` at time `t`, degC:
+        `global_mean(y)`, unless (as for `ebm.SeaIceModel`) it depends on the time
+        and the parameters too."""
+        del t, params
+        return self.global_mean(y)
+
     def jacobian(
         self, t, y: PyTree, params: AbstractParams
     ) -> lx.AbstractLinearOperator:
@@ -121,6 +156,19 @@ class AbstractModel(eqx.Module):
         import diffrax
 
         return diffrax.Tsit5()
+
+    def default_stepper(self):
+        """The fixed-step stepper (`ebm.AbstractStepper`) of `ebm.integrate_fixed`
+        and the seasonal entry points unless told, or `None` for theirs
+        (`"rosenbrock"`): a model whose state needs a step of its own (as
+        `ebm.SeaIceModel`) returns it."""
+        return None
+
+    def shooting_tolerance(self) -> float:
+        """The absolute tolerance, in the state's units, to which
+        `ebm.periodic_equilibrium` solves for the state that a year returns to
+        (default 1e-10, for states in K)."""
+        return 1e-10
 
     def time_scales(self, params: AbstractParams, y: PyTree | None = None):
         """`(fastest, slowest)`: the shortest and longest relaxation times of the

@@ -118,14 +118,17 @@ def flat_cycle(
     finite = jnp.all(jnp.isfinite(v)) & jnp.all(jnp.isfinite(v_end))
     result = fixed_step_result(finite, step_error, unstable, error_tolerance, result)
     ys = jax.vmap(flat.unflatten)(v)
-    T = jax.vmap(model.surface_temperature)(ys)
+    t = jnp.arange(year.steps) / year.steps
+    T = jax.vmap(lambda t, y: model.temperature(flat.t0 + t, y, params))(t, ys)
     return PeriodicState(
         state0=state_arrays(model, flat.unflatten(v0)),
-        t=jnp.arange(year.steps) / year.steps,
+        t=t,
         states=jax.vmap(lambda y: state_arrays(model, y))(ys),
         T=T,
         annual_mean=jnp.mean(T, axis=0),
-        global_mean=jax.vmap(model.global_mean)(ys),
+        global_mean=jax.vmap(
+            lambda t, y: model.mean_temperature(flat.t0 + t, y, params)
+        )(t, ys),
         residual=jnp.max(jnp.abs(v_end - v0)),
         step_error=step_error,
         variables=model.variables,

@@ -76,6 +76,7 @@ from .._stepping.steppers.checks import (
     fixed_step_result,
     resolve_error_tolerance,
     stability_limit,
+    step_with_error,
 )
 from .._stepping.steppers.flat import FlatModel
 from .periodic_models import PeriodicState, flat_cycle, flat_year_problem
@@ -172,6 +173,9 @@ def _setup(
     """`(year, params, start, stability limit, error tolerance)` of the seasonal
     entry points, for the zonal model or (as a `FlatModel`) any other model of the
     protocol."""
+    if stepper is None:
+        own = model.default_stepper() if _is_other_model(model) else None
+        stepper = "rosenbrock" if own is None else own
     stepper, checkpoint = _resolve_year(stepper, checkpoint, steps_per_year)
     error_tolerance = resolve_error_tolerance(error_tolerance, stepper)
     if _is_other_model(model):
@@ -189,6 +193,13 @@ def _setup(
         )
     year = _Year(model, stepper, checkpoint, steps_per_year)
     return year, params, start, limit, error_tolerance
+
+
+def _state_step(index, T, args):
+    """`_fixed_step` of the state alone."""
+    model, stepper, params, stepper_state, dt = args
+    t = index.astype(T.dtype) * dt
+    return step_with_error(stepper, model, stepper_state, t, T, params, dt)[0]
 
 
 def _no_error(T0):
@@ -227,8 +238,10 @@ class _Year(eqx.Module):
         return T, error
 
     def flow(self, T0, params):
-        """The state a year after `T0`."""
-        return self.flow_and_error(T0, params)[0]
+        """The state a year after `T0` (without the error estimate, which the
+        compiled year then does not compute)."""
+        args = self._args(params, T0)
+        return self.checkpoint.loop(_state_step, T0, args, self.steps)
 
     def trajectory(self, T0, params):
         """The state at the start of every step, the year's end and its error."""
@@ -371,6 +384,13 @@ def _cycle(
     )
 
 
+def default_shooting_solver(model) -> optx.Newton:
+    """Newton's method with GMRES, to `rtol = 1e-10` and an `atol` of 1e-10 K (the
+    zonal model) or the model's own `shooting_tolerance`, in its state's units."""
+    atol = model.shooting_tolerance() if _is_other_model(model) else 1e-10
+    return optx.Newton(rtol=1e-10, atol=atol, linear_solver=_krylov(1e-6, 1e-6))
+
+
 def _shooting_residual(T0, args):
     params, year = args
     return year.flow(T0, params) - T0
@@ -390,7 +410,7 @@ def periodic_equilibrium(
     start="present",
     steps_per_year: int = STEPS_PER_YEAR,
     spinup_years: int = 4,
-    stepper="rosenbrock",
+    stepper=None,
     checkpoint="none",
     solver: optx.AbstractRootFinder | None = None,
     adjoint: optx.AbstractAdjoint | None = None,
@@ -418,12 +438,14 @@ def periodic_equilibrium(
     - `spinup_years`: years of spin-up from `start` before shooting (default 4;
         cheap, and it brings Newton close to the cycle).
     - `stepper`: the fixed-step stepper, as for `ebm.integrate_fixed` (default
-        `"rosenbrock"`, `ebm.Rosenbrock2`).
+        `"rosenbrock"`, `ebm.Rosenbrock2`; for a model with a stepper of its own,
+        as `ebm.SeaIceModel`, that one).
     - `checkpoint`: what reverse mode through a year stores: `"none"` (default),
         `"step"`, `"sqrt"` or `("nested", levels)` (see `ebm.integrate_fixed`; the
         reverse-only schedules cannot serve Newton's forward-mode products).
     - `solver`: the root-finder (default `optimistix.Newton` with GMRES,
-        `rtol = atol = 1e-10` K).
+        `rtol = atol = 1e-10` K; for another model, `atol` is its
+        `shooting_tolerance()`).
     - `adjoint`: the optimistix adjoint (default: implicit, with GMRES; a solve
         that fails gives NaN derivatives).
     - `max_steps`: Newton step limit.
@@ -466,7 +488,7 @@ def periodic_equilibrium(
         error_tolerance, throw,
     )  # fmt: skip
     if solver is None:
-        solver = optx.Newton(rtol=1e-10, atol=1e-10, linear_solver=_krylov(1e-6, 1e-6))
+        solver = default_shooting_solver(model)
     if adjoint is None:
         adjoint = ImplicitAdjoint(linear_solver=_krylov(1e-11, 1e-11))
     cycle = _periodic_equilibrium(
@@ -539,7 +561,7 @@ def seasonal_spinup(
     model: AbstractModel | None = None,
     start="present",
     steps_per_year: int = STEPS_PER_YEAR,
-    stepper="rosenbrock",
+    stepper=None,
     checkpoint="none",
     error_tolerance=None,
     throw: bool = True,

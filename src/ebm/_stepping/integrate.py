@@ -485,9 +485,10 @@ def integrate_fixed(
         T0 = initial_profile("present" if T0 is None else T0, params, model.grid, "T0")
     check_count("steps", steps, 1)
     _check_positive("dt", dt)
-    stepper = resolve_stepper(
-        ("rosenbrock" if other else "imex") if stepper is None else stepper
-    )
+    if stepper is None:
+        own = model.model.default_stepper() if other else None
+        stepper = ("rosenbrock" if other else "imex") if own is None else own
+    stepper = resolve_stepper(stepper)
     if other:
         check_flat_stepper(stepper, model.model)
     error_tolerance = resolve_error_tolerance(error_tolerance, stepper)
@@ -545,13 +546,14 @@ def _integrate_fixed_flat(params, dt, steps, model, *args):
     """`_fixed_run` of a protocol model (a `FlatModel`), as an `ebm.Run`."""
     v, result = _fixed_run(params, dt, steps, model, *args)
     y = model.unflatten(v)
+    t = model.t0 + dt * steps
     return Run(
         state=state_arrays(model.model, y),
         ts=None,
         states=None,
-        T=model.model.surface_temperature(y),
+        T=model.model.temperature(t, y, params),
         Ts=None,
-        global_mean=model.model.global_mean(y),
+        global_mean=model.model.mean_temperature(t, y, params),
         variables=model.model.variables,
         result=result,
         num_steps=jnp.asarray(steps),

@@ -1,0 +1,77 @@
+"""The seasonal cycle of `ebm.SeaIceModel`, as Wagner & Eisenman (2015) draw it
+(their Fig. 2): the surface temperature and the ice thickness through the year
+against latitude, and the ice edge."""
+
+import numpy as np
+
+from .plot import _axes, _failure, _mark_failure, _save
+
+
+def plot_sea_ice(cycle, model, params, *, ax=None, path=None, title=None):
+    """Three panels of an `ebm.SeaIceModel`'s periodic state (or spin-up's year):
+    the surface temperature against the time of year and latitude, with the ice
+    edge and the 0 degC contour (between them the ice's surface melts); the ice
+    thickness likewise; and the ice edge's latitude through the year.
+
+    **Arguments:**
+
+    - `cycle`: an `ebm.PeriodicState` of `model`.
+    - `model`: the `ebm.SeaIceModel`.
+    - `params`: its parameters (for the thickness).
+    - `ax`: three matplotlib axes to draw on (default: a new figure).
+    - `path`: if given, save the figure there.
+    - `title`: the figure's title.
+
+    **Returns:**
+
+    The matplotlib `Figure` drawn on.
+
+    **Raises:**
+
+    - `TypeError`: for a `model` that is not an `ebm.SeaIceModel`, or a `cycle`
+        that is not its `ebm.PeriodicState`.
+    """
+    import jax
+
+    from .._seaice.model import SeaIceModel
+    from .._steady.periodic_models import PeriodicState
+
+    if not isinstance(model, SeaIceModel):
+        raise TypeError(
+            f"`model` must be an ebm.SeaIceModel, got {type(model).__name__}."
+        )
+    if not isinstance(cycle, PeriodicState) or "E" not in cycle.states:
+        raise TypeError(
+            "`cycle` must be the ebm.PeriodicState of an ebm.SeaIceModel "
+            "(ebm.periodic_equilibrium or ebm.seasonal_spinup), got "
+            f"{type(cycle).__name__}."
+        )
+    fig, axes = _axes(ax, 3, figsize=(15, 4.2))
+    axes = list(np.ravel(np.asarray(axes, object)))
+    t = np.asarray(cycle.t)
+    lat = np.asarray(model.lat)
+    edge = np.degrees(np.arcsin(np.asarray(jax.vmap(model.ice_edge)(cycle.states))))
+    thickness = np.asarray(jax.vmap(lambda y: model.thickness(y, params))(cycle.states))
+    T = np.asarray(cycle.T)
+    panels = (
+        (axes[0], T, "surface temperature (degC)", "coolwarm"),
+        (axes[1], thickness, "ice thickness (m)", "Blues"),
+    )
+    for panel, values, label, cmap in panels:
+        mesh = panel.pcolormesh(t, lat, values.T, shading="nearest", cmap=cmap)
+        fig.colorbar(mesh, ax=panel, label=label)
+        panel.plot(t, edge, "k", lw=1.2, label="ice edge")
+        panel.set_xlabel("time of year (years from the winter solstice)")
+        panel.set_ylabel("latitude (degrees north)")
+    if np.nanmin(T) < 0 < np.nanmax(T):
+        axes[0].contour(t, lat, T.T, [0.0], colors="r", linewidths=0.8)
+    axes[0].legend(loc="lower left", fontsize=8)
+    axes[2].plot(t, edge, "k")
+    axes[2].set_xlabel("time of year (years from the winter solstice)")
+    axes[2].set_ylabel("ice edge (degrees north)")
+    axes[2].set_ylim(0, 90)
+    _mark_failure(
+        fig, title or "sea ice through the year", _failure(cycle), figure=True
+    )
+    _save(fig, path)
+    return fig

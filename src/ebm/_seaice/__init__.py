@@ -1,0 +1,1 @@
+"""Wagner & Eisenman's (2015) sea-ice energy-balance model."""

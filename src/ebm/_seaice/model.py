@@ -1,0 +1,364 @@
+r"""The sea-ice energy-balance model of Wagner & Eisenman (2015): the surface enthalpy
+$E$ (W yr m-2) of one hemisphere, with sea ice that grows and melts and a seasonal
+cycle.
+
+The hemisphere is cut into `n` boxes of equal width $\Delta x = 1/n$ in
+$x = \sin\phi$ (equal areas), from the equator to the pole. Where $E > 0$ the surface
+is open water at $T = E / c_w$; where $E < 0$ it is sea ice of thickness
+$h = -E / L_f$, whose surface temperature balances the conduction through the ice
+against the surface's energy budget, transport included:
+
+$$k\,\frac{T_m - T_0}{h} = -\left(a S - A - B T_0 + F + \mathcal{D}T\right),
+\qquad T = \min(T_0, T_m),$$
+
+with $T_m = 0$ degC (above it the ice surface melts at $T_m$). Insolation, co-albedo
+and transport are
+
+$$S(t, x) = S_0 - S_1 x \cos 2\pi t - S_2 x^2, \qquad
+a = \begin{cases} a_0 - a_2 x^2 & E > 0 \\ a_i & E < 0 \end{cases}, \qquad
+\mathcal{D}T = D\,\partial_x\!\left[(1 - x^2)\,\partial_x T\right],$$
+
+($t$ in years from the winter solstice; no flux through the equator or the pole) and
+the enthalpy changes as
+
+$$\partial_t E = a S - A - B T + F + \mathcal{D}T + F_b.$$
+
+**Differentiable switches.** The two switches are blended: the ice cover is
+$w = \tfrac12(1 - \tanh(E / \Delta_E))$ (it weighs the co-albedo and the two
+temperatures), the ice enthalpy is $e = \Delta_E \log(1 + e^{-E/\Delta_E})$ (so that
+$h = e / L_f$), and $\min(T_0, 0) \approx -\Delta_T \log(1 + e^{-T_0/\Delta_T})$:
+
+$$T = (1 - w)\,\frac{E}{c_w} + w\,\mathrm{min}_{\Delta_T}\!\left(
+\frac{(a S - A + F + \mathcal{D}T)\,e}{B e + k L_f},\ 0\right),$$
+
+with the widths $\Delta_E$ = `enthalpy_width` (W yr m-2) and $\Delta_T$ =
+`melt_width` (K). As both go to 0 this is Wagner & Eisenman's model; at 0 the
+switches are their steps. $T$ depends on $\mathcal{D}T$, so it is found by Newton's
+method on a tridiagonal system (`surface_temperature_of`).
+"""
+
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jaxtyping import Array, Float, PyTree
+
+from .._custom_types import Scalar
+from .._model.declarations import Parameter
+from .._model.parameters import AbstractParams, params_class
+from .._model.protocol import AbstractModel, Coordinate, Variable
+from .._numerics.tridiagonal import TridiagonalMatrix, probe_tridiagonal
+
+
+def _positive(name, default, units, long_name, open_=True):
+    return Parameter(name, default, units, long_name, lower=0.0, lower_open=open_)
+
+
+def _fraction(name, default, long_name):
+    return Parameter(name, default, "1", long_name, lower=0.0, upper=1.0)
+
+
+PARAMETERS = (
+    _positive("D", 0.6, "W m-2 K-1", "diffusivity of heat transport", open_=False),
+    Parameter("A", 193.0, "W m-2", "outgoing longwave radiation at 0 degC"),
+    _positive("B", 2.1, "W m-2 K-1", "outgoing longwave radiation per kelvin"),
+    _positive("cw", 9.8, "W yr m-2 K-1", "heat capacity of the ocean mixed layer"),
+    _positive("S0", 420.0, "W m-2", "annual-mean insolation at the equator", False),
+    _positive("S1", 338.0, "W m-2", "amplitude of the seasonal insolation", False),
+    _positive("S2", 240.0, "W m-2", "decrease of insolation towards the pole", False),
+    _fraction("a0", 0.7, "co-albedo of open water at the equator"),
+    _fraction("a2", 0.1, "decrease of open water's co-albedo towards the pole"),
+    _fraction("ai", 0.4, "co-albedo of sea ice"),
+    Parameter("Fb", 4.0, "W m-2", "heat flux from the deep ocean into the mixed layer"),
+    _positive("k", 2.0, "W m-1 K-1", "thermal conductivity of sea ice"),
+    _positive("Lf", 9.5, "W yr m-3", "latent heat of fusion of sea ice per volume"),
+    Parameter("F", 0.0, "W m-2", "radiative forcing"),
+    _positive("enthalpy_width", 0.5, "W yr m-2", "width of the ice switch", False),
+    _positive("melt_width", 0.05, "K", "width of the melting switch", False),
+)
+
+SeaIceParams = params_class(
+    "SeaIceParams",
+    PARAMETERS,
+    doc=(
+        "The parameters of `ebm.SeaIceModel`: Wagner & Eisenman's (2015) Table 1 "
+        "and section 2d, and the widths of the blended switches (0: their steps)."
+    ),
+)
+
+MELTING_POINT = 0.0
+"""The melting point of the ice surface, degC (WE15's $T_m$)."""
+
+NEWTON_TOLERANCE = 1e-9
+"""The largest residual, K, of the surface-temperature equations that Newton's
+method accepts."""
+
+NEWTON_STEPS = 40
+"""Newton's iteration limit for the surface temperature."""
+
+
+def _smooth(width, hard, smooth):
+    """`smooth(width)` for a positive `width`, `hard` at width 0 (differentiable in
+    both, with no NaN in the branch not taken)."""
+    positive = width > 0
+    return jnp.where(positive, smooth(jnp.where(positive, width, 1.0)), hard)
+
+
+def ice_cover(E, width):
+    """The blended ice cover `w`, 1 under ice (`E < 0`), 0 over open water."""
+    return _smooth(
+        width,
+        jnp.where(E < 0, 1.0, 0.0),
+        lambda w: 0.5 * (1.0 - jnp.tanh(E / w)),
+    )
+
+
+def ice_enthalpy(E, width):
+    """The blended enthalpy of the ice, `e = max(-E, 0)`, W yr m-2."""
+    return _smooth(width, jnp.maximum(-E, 0.0), lambda w: w * jax.nn.softplus(-E / w))
+
+
+def below_melting(T0, width):
+    """The blended `min(T0, 0)`, degC."""
+    return _smooth(
+        width, jnp.minimum(T0, MELTING_POINT), lambda w: -w * jax.nn.softplus(-T0 / w)
+    )
+
+
+class SeaIceModel(AbstractModel):
+    """Wagner & Eisenman's (2015) sea-ice energy-balance model (see the module
+    docstring).
+
+    State: `{"E": surface enthalpy (x)}`, W yr m-2, on `n` boxes of equal width in
+    `x = sin(latitude)` from the equator to the pole. The surface temperature
+    depends on the time and the parameters as well as on `E`:
+    `model.temperature(t, y, params)`. Parameters: `ebm.SeaIceParams`.
+
+    **Arguments:**
+
+    - `n`: the number of boxes (default 100; WE15's figures use 400).
+    - `thermodynamics`: `False` removes the sea ice's thermodynamics, as WE15's
+        simpler variants do: the surface is at `T = E / cw` everywhere, and ice
+        (`E < 0`) only changes the co-albedo (the diffusive Budyko-Sellers model,
+        with a seasonal cycle unless `S1 = 0`). Default `True`.
+    """
+
+    n: int = eqx.field(static=True, default=100)
+    thermodynamics: bool = eqx.field(static=True, default=True)
+
+    def __check_init__(self):
+        if isinstance(self.n, bool) or not isinstance(self.n, (int, np.integer)):
+            raise ValueError(f"`n` must be an integer >= 2, got {self.n!r}.")
+        if self.n < 2:
+            raise ValueError(f"`n` must be an integer >= 2, got {self.n}.")
+
+    @property
+    def variables(self) -> tuple[Variable, ...]:
+        x = tuple(float(v) for v in (np.arange(self.n) + 0.5) / self.n)
+        coordinate = Coordinate("x", x, "1", "sine of latitude")
+        return (Variable("E", "W yr m-2", "surface enthalpy", ("x",), (coordinate,)),)
+
+    @property
+    def Params(self) -> type[AbstractParams]:
+        return SeaIceParams
+
+    @property
+    def x(self) -> Float[Array, " x"]:
+        """The boxes' centres, `sin(latitude)`."""
+        return (jnp.arange(self.n, dtype=float) + 0.5) / self.n
+
+    @property
+    def lat(self) -> Float[Array, " x"]:
+        """The boxes' centres, degrees north."""
+        return jnp.degrees(jnp.arcsin(self.x))
+
+    def transport(self, T, params) -> Float[Array, " x"]:
+        r"""$D\,\partial_x[(1 - x^2)\,\partial_x T]$ by centred differences, W m-2
+        per box; no flux through the equator or the pole, so the boxes' mean is 0."""
+        x_bounds = jnp.arange(1, self.n, dtype=float) / self.n
+        conductance = params.D * (1.0 - x_bounds**2) * self.n**2
+        flux = conductance * (T[1:] - T[:-1])
+        zero = jnp.zeros(1, flux.dtype)
+        return jnp.concatenate([flux, zero]) - jnp.concatenate([zero, flux])
+
+    def transport_matrix(self, params) -> TridiagonalMatrix:
+        """`transport` as a tridiagonal matrix, W m-2 K-1."""
+        x_bounds = jnp.arange(1, self.n, dtype=float) / self.n
+        conductance = params.D * (1.0 - x_bounds**2) * self.n**2
+        zero = jnp.zeros(1, conductance.dtype)
+        diagonal = -(
+            jnp.concatenate([conductance, zero]) + jnp.concatenate([zero, conductance])
+        )
+        return TridiagonalMatrix(diagonal, conductance, conductance)
+
+    def insolation(self, t, params) -> Float[Array, " x"]:
+        """$S(t, x)$, W m-2 ($t$ in years from the winter solstice)."""
+        x = self.x
+        return params.S0 - params.S1 * x * jnp.cos(2 * jnp.pi * t) - params.S2 * x**2
+
+    def coalbedo(self, E, params) -> Float[Array, " x"]:
+        """The blended co-albedo: `a0 - a2 x^2` over open water, `ai` under ice."""
+        water = params.a0 - params.a2 * self.x**2
+        cover = ice_cover(E, params.enthalpy_width)
+        return water + cover * (params.ai - water)
+
+    def temperature_of(self, E, budget, params) -> Float[Array, " x"]:
+        """The blended `T` of enthalpy `E` where the surface's budget, all but the
+        outgoing longwave's `B T`, is `budget` (`a S - A + F + transport(T)`,
+        W m-2), degC (`E / cw` without the ice's thermodynamics)."""
+        if not self.thermodynamics:
+            return E / params.cw
+        cover = ice_cover(E, params.enthalpy_width)
+        e = ice_enthalpy(E, params.enthalpy_width)
+        T0 = budget * e / (params.B * e + params.k * params.Lf)
+        ice = below_melting(T0, params.melt_width)
+        return (1.0 - cover) * E / params.cw + cover * ice
+
+    def implicit_temperature(self, E, absorbed, params, dt=0.0):
+        r"""The temperature `T` of the enthalpy that a backward-Euler step of `dt`
+        from `E` reaches,
+
+        $$T = \Theta\left(E + \Delta t\,(a + \mathcal{D}T - B T + F_b),\
+        a + \mathcal{D}T\right)$$
+
+        with `absorbed` $= a$ (`a S - A + F`, W m-2) and $\Theta$ = `temperature_of`
+        (`dt = 0`: the temperature of `E` itself), by Newton's method on its
+        tridiagonal Jacobian from the temperature without transport, differentiated
+        implicitly; and the largest residual left, K."""
+        transport = self.transport_matrix(params)
+
+        def arguments(T):
+            divergence = transport.mv(T)
+            change = absorbed + divergence - params.B * T + params.Fb
+            return E + dt * change, absorbed + divergence
+
+        def residual(T):
+            return T - self.temperature_of(*arguments(T), params)
+
+        def jacobian(T):
+            E_new, budget = arguments(T)
+            ones = jnp.ones_like(T)
+            # temperature_of acts box by box: one product with ones is each
+            # box's own derivative.
+            _, by_E = jax.jvp(
+                lambda E: self.temperature_of(E, budget, params), (E_new,), (ones,)
+            )
+            _, by_budget = jax.jvp(
+                lambda b: self.temperature_of(E_new, b, params), (budget,), (ones,)
+            )
+            coupling = dt * by_E + by_budget
+            return TridiagonalMatrix(
+                1.0 + dt * by_E * params.B - coupling * transport.diagonal,
+                -coupling[1:] * transport.lower,
+                -coupling[:-1] * transport.upper,
+            )
+
+        def newton(f, T):
+            def cond(carry):
+                _, r, i = carry
+                return (jnp.max(jnp.abs(r)) > NEWTON_TOLERANCE) & (i < NEWTON_STEPS)
+
+            def body(carry):
+                T, r, i = carry
+                T = T - jacobian(T).solve(r)
+                return T, f(T), i + 1
+
+            T, r, _ = jax.lax.while_loop(cond, body, (T, f(T), 0))
+            return T, jnp.max(jnp.abs(r))
+
+        def tangent_solve(linear, value):
+            return probe_tridiagonal(linear, self.n, value.dtype).solve(value)
+
+        guess = self.temperature_of(E, absorbed, params)
+        return jax.lax.custom_root(residual, guess, newton, tangent_solve, has_aux=True)
+
+    def absorbed(self, t, E, params) -> Float[Array, " x"]:
+        """`a S - A + F`, W m-2."""
+        return (
+            self.coalbedo(E, params) * self.insolation(t, params) - params.A + params.F
+        )
+
+    def diagnose(self, t, y: PyTree, params) -> tuple[Array, Array]:
+        """`(T, largest residual)`: the surface temperature of state `y` at time `t`,
+        degC, and what Newton's method left of its equations, K."""
+        E = y["E"]
+        return self.implicit_temperature(E, self.absorbed(t, E, params), params)
+
+    def temperature(self, t, y: PyTree, params) -> Float[Array, " x"]:
+        """The surface temperature of state `y` at time `t`, degC."""
+        return self.diagnose(t, y, params)[0]
+
+    def mean_temperature(self, t, y: PyTree, params) -> Scalar:
+        """The hemisphere's mean surface temperature (the boxes have equal areas)."""
+        return jnp.mean(self.temperature(t, y, params))
+
+    def __call__(self, t, y: PyTree, params) -> PyTree:
+        E = y["E"]
+        T = self.temperature(t, y, params)
+        absorbed = self.absorbed(t, E, params)
+        budget = absorbed - params.B * T + self.transport(T, params) + params.Fb
+        return {"E": budget}
+
+    def initial_state(self, params) -> PyTree:
+        """WE15's start, `T = 7.5 + 20 (1 - 2 x^2)` degC of open water: ice-free
+        but for the boxes poleward of about 64 degrees north."""
+        T = 7.5 + 20.0 * (1.0 - 2.0 * self.x**2)
+        return {"E": params.cw * T}
+
+    def default_stepper(self):
+        """`ebm.SeaIceEuler()`: implicit in the temperature, O(n) per step."""
+        from .stepper import SeaIceEuler
+
+        return SeaIceEuler()
+
+    def shooting_tolerance(self) -> float:
+        """1e-8 W yr m-2 (1e-9 K of open water): the floor of rounding error in a
+        year of steps, where the diffusion's implicit solves amplify it."""
+        return 1e-8
+
+    def thickness(self, y: PyTree, params) -> Float[Array, " x"]:
+        """The (blended) ice thickness `e / Lf`, m."""
+        return ice_enthalpy(y["E"], params.enthalpy_width) / params.Lf
+
+    def ice_edge(self, y: PyTree) -> Scalar:
+        """The ice edge, `sin` of its latitude: where `E` first crosses 0 from open
+        water to ice going poleward, interpolated linearly between the boxes'
+        centres (and extrapolated linearly to the equator and the pole). 1 without
+        ice, 0 under ice everywhere; continuous and differentiable as the edge
+        moves through the boxes."""
+        E = y["E"]
+        x = self.x
+        ends = (E[:1] - 0.5 * (E[1:2] - E[:1]), E[-1:] + 0.5 * (E[-1:] - E[-2:-1]))
+        E = jnp.concatenate([ends[0], E, ends[1]])
+        x = jnp.concatenate([jnp.zeros(1), x, jnp.ones(1)])
+        crossing = (E[:-1] > 0) & (E[1:] <= 0)
+        fraction = E[:-1] / jnp.where(crossing, E[:-1] - E[1:], 1.0)
+        position = x[:-1] + fraction * (x[1:] - x[:-1])
+        first = jnp.argmax(crossing)
+        edge = jnp.where(jnp.any(crossing), position[first], 1.0)
+        return jnp.where(E[0] <= 0, 0.0, edge)
+
+    def surface_temperature(self, y: PyTree):
+        raise TypeError(
+            "SeaIceModel's surface temperature depends on the time and the "
+            "parameters as well as on the enthalpy: use "
+            "model.temperature(t, y, params)."
+        )
+
+    def global_mean(self, y: PyTree):
+        raise TypeError(
+            "SeaIceModel's surface temperature depends on the time and the "
+            "parameters as well as on the enthalpy: use "
+            "model.mean_temperature(t, y, params)."
+        )
+
+    def toa_imbalance(self, t, y: PyTree, params) -> Scalar:
+        E = y["E"]
+        T = self.temperature(t, y, params)
+        return jnp.mean(self.absorbed(t, E, params) - params.B * T)
+
+    def heat_content(self, y: PyTree, params) -> Scalar:
+        """The hemisphere's mean enthalpy, W yr m-2: it changes at the rate
+        `toa_imbalance + Fb` (the flux from the deep ocean adds to it)."""
+        del params
+        return jnp.mean(y["E"])

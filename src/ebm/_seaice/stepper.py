@@ -1,0 +1,88 @@
+r"""`SeaIceEuler`: the time step of `ebm.SeaIceModel`, implicit in the surface
+temperature and O(n).
+
+One step of $\Delta t$ from $E_n$ at time $t_n$ solves, for the new surface
+temperature $T$,
+
+$$E_{n+1} = E_n + \Delta t\,\left(a(E_n)\,S(t_n + \tfrac{\Delta t}{2}) - A + F
++ \mathcal{D}T - B T + F_b\right), \qquad T = \Theta\!\left(E_{n+1},\
+a(E_n) S - A + F + \mathcal{D}T\right),$$
+
+where $\Theta$ is the model's blended temperature of an enthalpy and a surface
+budget (`SeaIceModel.temperature_of`): backward Euler in the temperature (the
+diffusion, the longwave and the conduction through the ice), with the co-albedo
+taken at the start of the step and the insolation at its middle. Substituting the
+first equation into the second leaves $n$ equations in $T$ whose Jacobian is
+tridiagonal; Newton's method solves them in O(n) per iteration, and the step is
+differentiated implicitly (one more tridiagonal solve).
+
+Wagner & Eisenman's reference code instead relaxes the surface towards a fast
+"ghost layer" on which it solves the diffusion implicitly (a dense solve), with
+forward Euler on $E$; its ghost layer's heat capacity and coupling time
+($0.01 c_w$, $10^{-5}$ yr) are approximations that this step does not make. Both are
+first order in $\Delta t$.
+
+The step's error is estimated by step doubling, as for the Euler steppers (twice the
+difference between one step and two half steps), in W yr m-2, plus $c_w$ times the
+residual Newton's method left (K), so that a solve that did not converge shows as an
+inaccurate step.
+"""
+
+from typing import ClassVar
+
+import jax
+import jax.numpy as jnp
+
+from .._stepping.steppers.base import AbstractStepper
+from .._stepping.steppers.flat import FlatModel
+from .model import SeaIceModel
+
+
+def euler_step(model: SeaIceModel, t, E, params, dt):
+    """`(E at t + dt, the largest residual Newton's method left)` from `E` at `t`."""
+    absorbed = model.coalbedo(E, params) * model.insolation(t + 0.5 * dt, params)
+    absorbed = absorbed - params.A + params.F
+
+    T, size = model.implicit_temperature(E, absorbed, params, dt)
+    change = absorbed + model.transport(T, params) - params.B * T + params.Fb
+    return E + dt * change, size
+
+
+class SeaIceEuler(AbstractStepper):
+    """The time step of `ebm.SeaIceModel` (see the module docstring); the default
+    stepper of its seasonal entry points."""
+
+    default_error_tolerance: ClassVar[float] = 10.0
+    """W yr m-2 of enthalpy (about 1 K of open water, 1 m of ice)."""
+
+    stability_bound: ClassVar[str] = "nothing: it is stable at any step"
+
+    def init(self, model, params, T0, dt):
+        del params, T0, dt
+        if not (isinstance(model, FlatModel) and isinstance(model.model, SeaIceModel)):
+            raise ValueError(
+                f"SeaIceEuler steps ebm.SeaIceModel, not {type(model).__name__}."
+            )
+        return None
+
+    def step(self, model: FlatModel, state, t, v, params, dt):
+        del state
+        seaice: SeaIceModel = model.model
+        t = model.t0 + t
+
+        def advance(v, t, dt):
+            E, size = euler_step(seaice, t, model.unflatten(v)["E"], params, dt)
+            return model.flatten({"E": E}), size
+
+        v_next, size = advance(v, t, dt)
+        halfway, size_half = advance(v, t, 0.5 * dt)
+        two_halves, size_two = advance(halfway, t + 0.5 * dt, 0.5 * dt)
+        unconverged = params.cw * jnp.maximum(size, jnp.maximum(size_half, size_two))
+        error = 2.0 * (v_next - two_halves) + unconverged
+        return v_next, jax.lax.stop_gradient(error)
+
+    def stability_limit(self, model, params, T0):
+        """`inf`: the temperature is implicit, and the co-albedo's explicit feedback
+        is a growing mode, which forward Euler does not destabilise."""
+        del model, params, T0
+        return jnp.inf

@@ -1,0 +1,161 @@
+"""`ebm.periodic_sweep`: periodic states along a sequence of one parameter's
+values, each found from the one before.
+
+Each point is `ebm.periodic_equilibrium` at the next value, started from the
+previous point's state on 1 January and spun up `spinup_years` before Newton-Krylov
+shooting: the sweep follows the attracting periodic state that the previous one
+leads to, as a slowly changing experiment would. Swept up and then down, a
+parameter range with two attracting states shows them as two branches that
+disagree (hysteresis), each ending where its periodic state ceases to exist; the
+unstable states between them are not found. The whole sweep is one compiled
+program (a `jax.lax.scan` over the values), and each point is differentiable as
+`ebm.periodic_equilibrium` is.
+"""
+
+import diffrax
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from .._checks import check_count
+from .._model.grid import Grid
+from .._model.protocol import AbstractModel
+from .._numerics.implicit import ImplicitAdjoint
+from .._results import RESULTS
+from .._stepping.steppers.flat import FlatModel
+from .continuation.problem import with_parameter
+from .periodic_models import PeriodicState
+from .seasonal import (
+    STEPS_PER_YEAR,
+    SeasonalCycle,
+    _krylov,
+    _periodic_equilibrium,
+    _setup,
+    default_shooting_solver,
+)
+
+
+def periodic_sweep(
+    params,
+    parameter: str,
+    values,
+    *,
+    grid: Grid | None = None,
+    model: AbstractModel | None = None,
+    start="present",
+    steps_per_year: int = STEPS_PER_YEAR,
+    spinup_years: int = 4,
+    retry_years: int = 100,
+    stepper=None,
+    max_steps: int = 32,
+    error_tolerance=None,
+) -> SeasonalCycle | PeriodicState:
+    """The periodic states at each of `values` of `parameter`, in order, each
+    started from the one before (see the module docstring).
+
+    **Arguments:**
+
+    - `params`, `grid`, `model`, `start`, `steps_per_year`, `stepper`,
+        `error_tolerance`: as for `ebm.periodic_equilibrium`; `start` is where the
+        first point starts.
+    - `parameter`: the name of a scalar parameter of the model.
+    - `values`: its values, a 1-d array, in the order they are visited (sweep up
+        and then down for hysteresis).
+    - `spinup_years`: years spun up from the previous point's state before each
+        point's shooting (default 4): enough to leave a periodic state that no
+        longer exists for the one it leads to.
+    - `retry_years`: where a point's shooting fails (its periodic state is far from
+        the previous one: past a tipping point), years spun up from the previous
+        state before shooting once more (default 100).
+    - `max_steps`: each point's Newton step limit.
+
+    **Returns:**
+
+    What `ebm.periodic_equilibrium` returns (an `ebm.SeasonalCycle` or an
+    `ebm.PeriodicState`), every field with a leading axis over `values`. A point
+    that failed says so in its `result` (no error is raised); the next point then
+    starts from the last one that succeeded.
+
+    **Raises:**
+
+    - `ValueError`: for a `parameter` that is not a scalar parameter of the model,
+        `values` that are not a non-empty 1-d array of finite numbers, and as
+        `ebm.periodic_equilibrium` does for the other arguments.
+    """
+    check_count("spinup_years", spinup_years, 0)
+    check_count("retry_years", retry_years, 0)
+    year, params, start, _, error_tolerance = _setup(
+        params, model, grid, start, stepper, "none", steps_per_year,
+        error_tolerance, True,
+    )  # fmt: skip
+    container = type(params)
+    if parameter not in container.field_names() or np.ndim(getattr(params, parameter)):
+        scalars = tuple(
+            n for n in container.field_names() if np.ndim(getattr(params, n)) == 0
+        )
+        raise ValueError(
+            f"`parameter` must be a scalar parameter of the model, one of {scalars}, "
+            f"got {parameter!r}."
+        )
+    values = np.asarray(values, dtype=float)
+    if values.ndim != 1 or values.size == 0 or not np.all(np.isfinite(values)):
+        raise ValueError(
+            f"`values` must be a non-empty 1-d array of finite numbers, got {values!r}."
+        )
+    for value in np.unique(values):
+        allowed = params.out_of_range(parameter, value)
+        if allowed is not None:
+            raise ValueError(
+                f"Each of `values` must be an allowed `{parameter}`, {allowed}; "
+                f"got {value:g}."
+            )
+    solver = default_shooting_solver(model)
+    adjoint = ImplicitAdjoint(linear_solver=_krylov(1e-11, 1e-11))
+    return _sweep(
+        params, parameter, jnp.asarray(values), year, start,
+        jnp.asarray([spinup_years, retry_years]), solver, adjoint, max_steps,
+        error_tolerance,
+    )  # fmt: skip
+
+
+def _start_of(year, cycle) -> jax.Array:
+    """The state on 1 January of `cycle`, as the year's flat start."""
+    if isinstance(year.model, FlatModel):
+        return year.model.flatten(cycle.state0)
+    return cycle.T0
+
+
+@eqx.filter_jit
+def _sweep(
+    params, parameter, values, year, start, years, solver, adjoint, max_steps,
+    error_tolerance,
+):  # fmt: skip
+    def attempt(previous, p, spinup_years):
+        cycle = _periodic_equilibrium(
+            p,
+            year,
+            previous,
+            spinup_years,
+            solver,
+            adjoint,
+            max_steps,
+            error_tolerance,
+            None,  # the stability limit at this point's start
+            diffrax.NoProgressMeter(),
+        )
+        state = _start_of(year, cycle)
+        ok = (cycle.result == RESULTS.successful) & jnp.all(jnp.isfinite(state))
+        return cycle, state, ok
+
+    def point(previous, value):
+        p = with_parameter(params, parameter, value)
+        cycle, state, ok = attempt(previous, p, years[0])
+        cycle, state, ok = jax.lax.cond(
+            ok,
+            lambda: (cycle, state, ok),
+            lambda: attempt(previous, p, years[1]),
+        )
+        return jnp.where(ok, state, previous), cycle
+
+    return jax.lax.scan(point, start, values)[1]

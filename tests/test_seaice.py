@@ -1,0 +1,192 @@
+"""`ebm.SeaIceModel` (Wagner & Eisenman 2015): the diffusion on the x grid, the map
+from enthalpy to temperature at its switches, the O(n) step, the periodic state
+against a long spin-up and its derivatives against finite differences, and the
+refusals."""
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import ebm
+from ebm._seaice.model import below_melting, ice_cover, ice_enthalpy
+from ebm._seaice.stepper import euler_step
+from helpers import replace
+
+
+N = 20
+STEPS = 100
+MODEL = ebm.SeaIceModel(N)
+PARAMS = ebm.SeaIceParams()
+HARD = ebm.SeaIceParams(enthalpy_width=0.0, melt_width=0.0)
+
+
+def _reference_diffusion(n, D):
+    """WE15's diffusion matrix, as its reference code builds it (Appendix A)."""
+    dx = 1.0 / n
+    xb = np.arange(dx, 1.0, dx)
+    lam = D / dx**2 * (1 - xb**2)
+    L1 = np.append(0, -lam)
+    L2 = np.append(-lam, 0)
+    L3 = -L1 - L2
+    return -np.diag(L3) - np.diag(L2[: n - 1], 1) - np.diag(L1[1:n], -1)
+
+
+def test_the_diffusion_conserves_energy_and_is_the_reference_operator():
+    T = jax.random.normal(jax.random.key(0), (N,)) * 10.0
+    divergence = MODEL.transport(T, PARAMS)
+    # Equal areas: no energy is made or lost.
+    assert abs(float(jnp.mean(divergence))) < 1e-12 * float(
+        jnp.max(jnp.abs(divergence))
+    )
+    np.testing.assert_allclose(
+        divergence, _reference_diffusion(N, 0.6) @ np.asarray(T), rtol=1e-12, atol=1e-9
+    )
+    np.testing.assert_allclose(
+        MODEL.transport_matrix(PARAMS).mv(T), divergence, rtol=1e-12, atol=1e-9
+    )
+
+
+def test_the_switches_are_continuous_and_converge_to_steps():
+    E = jnp.linspace(-3.0, 3.0, 601)
+    for width in (2.0, 0.5, 0.1):
+        cover = ice_cover(E, width)
+        # Continuous: no jump between neighbouring values 0.01 W yr m-2 apart.
+        assert float(jnp.max(jnp.abs(jnp.diff(cover)))) < 0.01 / width
+        e = ice_enthalpy(E, width)
+        assert float(jnp.max(jnp.abs(jnp.diff(e)))) <= 0.01 + 1e-12
+    # Away from the switch, each blend is its step to within exp(-2 |E| / width).
+    far = jnp.abs(E) > 1.0
+    for width in (0.2, 0.1):
+        error = jnp.abs(ice_cover(E, width) - ice_cover(E, 0.0))
+        assert float(jnp.max(jnp.where(far, error, 0.0))) < np.exp(-2.0 / width)
+    T0 = jnp.linspace(-1.0, 1.0, 201)
+    for width in (0.1, 0.01):
+        # min(T0, 0) within width log 2, everywhere.
+        error = jnp.abs(below_melting(T0, width) - jnp.minimum(T0, 0.0))
+        assert float(jnp.max(error)) <= width * np.log(2.0) + 1e-12
+
+
+def test_the_temperature_is_continuous_through_the_ice_edge_and_the_melting_point():
+    # One box's temperature as its enthalpy goes from ice to water, for a surface
+    # budget that would melt the ice's surface (40 W m-2) and one that freezes it.
+    E = jnp.linspace(-2.0, 2.0, 4001)
+    for budget in (40.0, -40.0):
+        for params in (PARAMS, HARD):
+            T = MODEL.temperature_of(E, jnp.full_like(E, budget), params)
+            assert float(jnp.max(jnp.abs(jnp.diff(T)))) < 1e-2, (budget, params)
+        # At the hard switch, T -> 0 from both sides (open water's E / cw, the
+        # ice's conduction-limited T0).
+        T = MODEL.temperature_of(jnp.array([-1e-6, 1e-6]), jnp.full(2, budget), HARD)
+        assert float(jnp.max(jnp.abs(T))) < 1e-5
+
+
+def test_one_step_solves_its_equations():
+    y = MODEL.initial_state(PARAMS)
+    E = y["E"] - 150.0  # ice poleward of about 40 degrees
+    dt = 1e-3
+    E_next, residual = euler_step(MODEL, 0.25, E, HARD, dt)
+    assert float(residual) < 1e-9
+    # Backward Euler in T: E_next - E = dt (a(E) S - A - B T + D T'' + F + Fb) with
+    # T the temperature of E_next under that budget.
+    absorbed = MODEL.coalbedo(E, HARD) * MODEL.insolation(0.25 + 0.5 * dt, HARD) - 193.0
+    T = (E_next - E) / dt - absorbed - HARD.Fb
+    # Solve -B T + D T'' = T_rhs for T, densely, and check T is E_next's.
+    matrix = _reference_diffusion(N, 0.6) - 2.1 * np.eye(N)
+    T = np.linalg.solve(matrix, np.asarray(T))
+    budget = absorbed + MODEL.transport(jnp.asarray(T), HARD)
+    np.testing.assert_allclose(MODEL.temperature_of(E_next, budget, HARD), T, atol=1e-8)
+    # Both regimes are there: open water, and ice whose surface is below freezing.
+    assert np.any(E_next > 0) and np.any((E_next < 0) & (T < -1.0))
+
+
+@pytest.fixture(scope="module")
+def cycle():
+    return ebm.periodic_equilibrium(PARAMS, model=MODEL, steps_per_year=STEPS)
+
+
+def test_the_periodic_state_is_the_long_spin_up(cycle):
+    assert isinstance(cycle, ebm.PeriodicState) and bool(cycle.converged)
+    assert float(cycle.residual) < 1e-8
+    assert [v.name for v in cycle.variables] == ["E"]
+    assert cycle.states["E"].shape == (STEPS, N) == cycle.T.shape
+    # WE15's climate: ice at the pole all year, that retreats in summer.
+    edge = jax.vmap(MODEL.ice_edge)(cycle.states)
+    assert 0.75 < float(edge.min()) < float(edge.max()) < 1.0
+    assert np.all(cycle.states["E"][:, -1] < 0)
+    # The ice's surface melts in summer (T = 0 within the blend) and is far below
+    # freezing in winter.
+    assert float(cycle.T[:, -1].max()) > -0.1 and float(cycle.T[:, -1].min()) < -20.0
+    spun = ebm.seasonal_spinup(PARAMS, model=MODEL, years=300, steps_per_year=STEPS)
+    np.testing.assert_allclose(spun.states["E"], cycle.states["E"], atol=1e-6)
+    np.testing.assert_allclose(spun.T, cycle.T, atol=1e-6)
+
+
+def _outputs(params):
+    """The annual, hemispheric mean temperature and the summer (most poleward) ice
+    edge."""
+    cycle = ebm.periodic_equilibrium(params, model=MODEL, steps_per_year=STEPS)
+    return jnp.stack([cycle.annual_global_mean, ebm.summer_ice_edge(cycle, MODEL)])
+
+
+def test_the_periodic_state_is_differentiable():
+    jacobian = jax.jacrev(_outputs)(PARAMS)
+    for name in ("F", "D", "S1", "ai", "k"):
+        step = 1e-5 * max(abs(float(getattr(PARAMS, name))), 1.0)
+        up = _outputs(replace(PARAMS, name, getattr(PARAMS, name) + step))
+        down = _outputs(replace(PARAMS, name, getattr(PARAMS, name) - step))
+        expected = (up - down) / (2 * step)
+        np.testing.assert_allclose(
+            getattr(jacobian, name), expected, rtol=1e-4, atol=1e-7, err_msg=name
+        )
+    # More forcing: warmer, and less summer ice.
+    assert float(jacobian.F[0]) > 0 and float(jacobian.F[1]) > 0
+
+
+def test_refusals():
+    with pytest.raises(ValueError, match="`n` must be an integer >= 2, got 1"):
+        ebm.SeaIceModel(1)
+    with pytest.raises(ValueError, match="`ai` must be in \\[0, 1\\], got 1.5"):
+        ebm.SeaIceParams(ai=1.5)
+    with pytest.raises(ValueError, match="`melt_width` must be >= 0 K"):
+        ebm.SeaIceParams(melt_width=-1.0)
+    with pytest.raises(ValueError, match="SeaIceEuler steps ebm.SeaIceModel"):
+        ebm.integrate_fixed(
+            ebm.TwoLayerParams(), model=ebm.TwoLayerModel(), dt=0.1, steps=2,
+            stepper=ebm.SeaIceEuler(),
+        )  # fmt: skip
+    with pytest.raises(TypeError, match="model.temperature\\(t, y, params\\)"):
+        MODEL.surface_temperature(MODEL.initial_state(PARAMS))
+
+
+def test_a_sweep_is_the_periodic_states_one_by_one_and_shows_the_snowball_loop():
+    # The classic diffusive model (no thermodynamics, no seasonal cycle): cooling
+    # from an ice cap falls into the snowball, and warming from there stays in it.
+    model = ebm.SeaIceModel(N, thermodynamics=False)
+    params = model.Params(S1=0.0)
+    F = np.array([0.0, -6.0, -12.0, -18.0])
+    cooling = ebm.periodic_sweep(params, "F", F, model=model, steps_per_year=STEPS)
+    warming = ebm.periodic_sweep(
+        params, "F", F[::-1], model=model, steps_per_year=STEPS,
+        start={"E": cooling.state0["E"][-1]},
+    )  # fmt: skip
+    assert bool(jnp.all(cooling.converged)) and bool(jnp.all(warming.converged))
+    edge = jax.vmap(model.ice_edge)
+    cooling_edge = edge(cooling.state0)
+    warming_edge = edge(warming.state0)[::-1]
+    assert float(cooling_edge[0]) > 0.7 and float(cooling_edge[-1]) == 0.0
+    assert np.all(np.asarray(warming_edge) == 0.0)  # the snowball persists
+    # Each point is the periodic state from its own start, where it is unique.
+    one = ebm.periodic_equilibrium(
+        model.Params(S1=0.0, F=-6.0), model=model, steps_per_year=STEPS
+    )
+    np.testing.assert_allclose(cooling.state0["E"][1], one.state0["E"], atol=1e-6)
+
+
+def test_sweep_refusals():
+    with pytest.raises(ValueError, match="`parameter` must be a scalar parameter"):
+        ebm.periodic_sweep(PARAMS, "G", [0.0], model=MODEL)
+    with pytest.raises(ValueError, match="`values` must be a non-empty 1-d array"):
+        ebm.periodic_sweep(PARAMS, "F", [0.0, np.nan], model=MODEL)
+    with pytest.raises(ValueError, match="allowed `ai`, in \\[0, 1\\]; got 2"):
+        ebm.periodic_sweep(PARAMS, "ai", [0.5, 2.0], model=MODEL)
