@@ -83,8 +83,9 @@ MODEL_SUBCOMMANDS = [
     "seasonal",
     "memory",
 ]
-# In `ebm --help`'s order; `transient` solves the global ocean-layer models.
-SUBCOMMANDS = [*MODEL_SUBCOMMANDS[:-1], "transient", "memory", "cache"]
+# In `ebm --help`'s order; `transient` solves the global ocean-layer models, `seaice`
+# the sea-ice model.
+SUBCOMMANDS = [*MODEL_SUBCOMMANDS[:-1], "transient", "seaice", "memory", "cache"]
 
 
 @pytest.mark.parametrize("command", SUBCOMMANDS)
@@ -98,6 +99,8 @@ def test_every_subcommand_has_help(capsys, command):
         assert "--netcdf" in out and "--D X" in out
     elif command == "transient":
         assert "--netcdf" in out and "--feedback X" in out and "--kappa3 X" in out
+    elif command == "seaice":
+        assert "--netcdf" in out and "--enthalpy-width X" in out
     else:
         assert "--clear" in out
 

@@ -190,3 +190,43 @@ def test_sweep_refusals():
         ebm.periodic_sweep(PARAMS, "F", [0.0, np.nan], model=MODEL)
     with pytest.raises(ValueError, match="allowed `ai`, in \\[0, 1\\]; got 2"):
         ebm.periodic_sweep(PARAMS, "ai", [0.5, 2.0], model=MODEL)
+
+
+def test_integrate_and_equilibrium_take_the_model():
+    # diffrax on the ODE (the temperature solved inside the vector field) against
+    # the model's own fixed step; and without a seasonal cycle, a steady state.
+    # The fixed step is first order: its error halves with its step.
+    run = ebm.integrate(PARAMS, model=MODEL, years=0.1)
+    errors = []
+    for steps in (1000, 2000):
+        fixed = ebm.integrate_fixed(PARAMS, model=MODEL, dt=0.1 / steps, steps=steps)
+        errors.append(float(jnp.max(jnp.abs(run.state["E"] - fixed.state["E"]))))
+    assert errors[0] < 1e-2 and 0.4 < errors[1] / errors[0] < 0.6, errors
+    np.testing.assert_allclose(run.T, fixed.T, atol=3e-3)
+    steady = ebm.equilibrium(ebm.SeaIceParams(S1=0.0), model=MODEL)
+    assert float(steady.residual) < 1e-9
+    tendency = MODEL(0.0, {"E": steady.state["E"]}, ebm.SeaIceParams(S1=0.0))
+    assert float(jnp.max(jnp.abs(tendency["E"]))) < 1e-9
+
+
+def test_the_command_line(capsys, tmp_path):
+    import json
+
+    import xarray
+
+    from ebm._cli.main import main
+
+    path = tmp_path / "cycle.nc"
+    arguments = ["seaice", "--n", str(N), "--steps-per-year", str(STEPS), "--json"]
+    arguments += ["--no-plot", "--no-gradient", "--netcdf", str(path), "--F", "2"]
+    assert main(arguments) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["params"]["F"] == 2.0
+    south, north = report["ice_edge_min_max_degN"]
+    assert 40.0 < south < north < 90.0
+    with xarray.open_dataset(path) as dataset:
+        assert dataset["E"].dims == ("time", "x") and dataset["T"].dims == ("time", "x")
+        np.testing.assert_allclose(dataset["x"], MODEL.x)
+        assert dataset["x"].attrs["long_name"] == "sine of latitude"
+    assert main(["seaice", "--ai", "2"]) == 2
+    assert "`ai` must be in [0, 1], got 2" in capsys.readouterr().err

@@ -14,6 +14,9 @@
     `zonal-deep-ocean`) under a CMIP experiment (`--scenario 1pctCO2`); its ECS,
     TCR, effective sensitivity and the gradient of TCR (and the zonal model's polar
     amplification); plots each variable against time.
+- `ebm seaice`: Wagner & Eisenman's (2015) sea-ice model's seasonal cycle: its ice
+    edge, polar ice and the gradient of the summer ice edge; plots temperature, ice
+    thickness and ice edge through the year.
 - `ebm memory`: memory and time of reverse mode under each checkpoint schedule.
 - `ebm cache`: where the compiled programs are kept; `--clear` removes them.
 
@@ -54,6 +57,7 @@ from . import (
     hysteresis,
     memory,
     run,
+    seaice,
     seasonal,
     sensitivity,
     transient,
@@ -71,6 +75,7 @@ COMMANDS = {
         hysteresis,
         seasonal,
         transient,
+        seaice,
         memory,
         cache,
     )

@@ -16,6 +16,7 @@ from .._results import (
     raise_if_failed,
     with_result_names,
 )
+from .scenarios import AbstractScenario, run_start
 
 
 class Run(eqx.Module):
@@ -126,10 +127,14 @@ def integrate_model(
 
     params = check_model_params(params, model)
     _check_positive("years", years)
+    scenario = getattr(model, "forcing", None)
+    if not isinstance(scenario, AbstractScenario):
+        scenario = None  # a model whose time dependence is its own
     if t0 is None:
-        t0 = model.forcing.start
-    if not isinstance(t0, jax.core.Tracer):  # (traced: checked where it was given)
-        model.forcing.check_span(float(t0), t0 + years)
+        t0 = run_start(model)
+    # (A traced start is checked where it was given.)
+    if scenario is not None and not isinstance(t0, jax.core.Tracer):
+        scenario.check_span(float(t0), t0 + years)
     y0 = check_state(model, params, y0, "T0")
     if isinstance(solver, str) and solver == "exact":
         saveat = diffrax.SaveAt(t1=True) if saveat is None else saveat
@@ -149,7 +154,7 @@ def integrate_model(
     if stepsize_controller is None:
         # Steps end on the forcing's kinks (a series' times).
         stepsize_controller = diffrax.PIDController(
-            rtol=1e-9, atol=1e-9, jump_ts=model.forcing.kinks
+            rtol=1e-9, atol=1e-9, jump_ts=None if scenario is None else scenario.kinks
         )
     if max_steps is None:
         max_steps = default_max_steps(model, params, years)
@@ -208,14 +213,16 @@ def _integrate_model(
     result = RESULTS.promote(solution.result)
     final = jax.tree.map(lambda y: y[-1], solution.ys)
     state = state_arrays(model, final)
-    T, global_mean = model.surface_temperature(final), model.global_mean(final)
+    t1 = solution.ts[-1]
+    T = model.temperature(t1, final, params)
+    global_mean = model.mean_temperature(t1, final, params)
     if saveat.subs.ts is None and not saveat.subs.steps and not saveat.subs.t0:
         ts, states, Ts = None, None, None
     else:
         ts = solution.ts[:-1]
         saved = jax.tree.map(lambda y: y[:-1], solution.ys)
         states = state_arrays(model, saved)
-        Ts = jax.vmap(model.surface_temperature)(saved)
+        Ts = jax.vmap(lambda t, y: model.temperature(t, y, params))(ts, saved)
     if not throw:
         state, states, T, Ts, global_mean = nan_unless_successful(
             result, (state, states, T, Ts, global_mean), params

@@ -311,6 +311,12 @@ class SeaIceModel(AbstractModel):
 
         return SeaIceEuler()
 
+    def default_solver(self):
+        """`diffrax.Kvaerno5()`: the transport is stiff."""
+        import diffrax
+
+        return diffrax.Kvaerno5()
+
     def shooting_tolerance(self) -> float:
         """1e-8 W yr m-2 (1e-9 K of open water): the floor of rounding error in a
         year of steps, where the diffusion's implicit solves amplify it."""

@@ -196,8 +196,8 @@ def _steady_state(model, params, state: PyTree, t, surface, result, num_steps):
     )
     return SteadyState(
         state=state_arrays(model, state),
-        T=model.surface_temperature(state),
-        global_mean=model.global_mean(state),
+        T=model.temperature(t, state, params),
+        global_mean=model.mean_temperature(t, state, params),
         t=jnp.asarray(t, dtype=float),
         residual=jax.lax.stop_gradient(residual),
         surface=surface,
