@@ -259,8 +259,10 @@ def observable_shapes(model: AbstractModel, params) -> dict[str, tuple[int, ...]
             "ice_edge_south": (),
             "heat_transport": (n_lat + 1,),
         }
+    from .._layers.scenarios import run_start
+
     surface = jax.eval_shape(
-        lambda: model.surface_temperature(model.initial_state(params))
+        lambda: model.temperature(run_start(model), model.initial_state(params), params)
     )
     return {"T": surface.shape, "global_mean": ()}
 

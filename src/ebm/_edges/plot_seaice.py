@@ -10,7 +10,8 @@ from .plot import _axes, _failure, _mark_failure, _save
 def plot_sea_ice(cycle, model, params, *, ax=None, path=None, title=None):
     """Three panels of an `ebm.SeaIceModel`'s periodic state (or spin-up's year):
     the surface temperature against the time of year and latitude, with the ice
-    edge and the 0 degC contour (between them the ice's surface melts); the ice
+    edge and the edge of the melting ice surface (red; between them the ice's
+    surface is at its melting point); the ice
     thickness likewise; and the ice edge's latitude through the year.
 
     **Arguments:**
@@ -33,7 +34,7 @@ def plot_sea_ice(cycle, model, params, *, ax=None, path=None, title=None):
     """
     import jax
 
-    from .._seaice.model import SeaIceModel
+    from .._seaice.model import MELTING_POINT, SeaIceModel
     from .._steady.periodic_models import PeriodicState
 
     if not isinstance(model, SeaIceModel):
@@ -63,8 +64,11 @@ def plot_sea_ice(cycle, model, params, *, ax=None, path=None, title=None):
         panel.plot(t, edge, "k", lw=1.2, label="ice edge")
         panel.set_xlabel("time of year (years from the winter solstice)")
         panel.set_ylabel("latitude (degrees north)")
-    if np.nanmin(T) < 0 < np.nanmax(T):
-        axes[0].contour(t, lat, T.T, [0.0], colors="r", linewidths=0.8)
+    # The ice's surface melts where T0 >= Tm, where the blended T is at least
+    # Tm - melt_width log 2 (Tm itself, for a width of 0).
+    melting = MELTING_POINT - max(float(params.melt_width) * np.log(2.0), 1e-6)
+    if np.nanmin(T) < melting < np.nanmax(T):
+        axes[0].contour(t, lat, T.T, [melting], colors="r", linewidths=0.8)
     axes[0].legend(loc="lower left", fontsize=8)
     axes[2].plot(t, edge, "k")
     axes[2].set_xlabel("time of year (years from the winter solstice)")

@@ -41,7 +41,7 @@ from .._results import RESULTS, raise_if_failed
 from .base import AbstractLayerModel
 from .exact import exact_states
 from .run import check_model_params, default_max_steps
-from .scenarios import AbruptCO2, OnePercentCO2
+from .scenarios import AbruptCO2, AbstractScenario, OnePercentCO2
 
 
 class _WithIntegrals(eqx.Module):
@@ -137,6 +137,19 @@ def _exact_integrals(model, params, ts):
 
 
 def _scenario(model, scenario):
+    """`model` under `scenario` instead of its own forcing scenario.
+
+    **Raises:**
+
+    - `TypeError`: for a model without a forcing scenario.
+    """
+    if not isinstance(getattr(model, "forcing", None), AbstractScenario):
+        raise TypeError(
+            "ECS, TCR, the Gregory regression, the heat uptake efficiency and the "
+            "polar amplification are of a model under a forcing scenario (the "
+            "ocean-layer models, ebm.DeepOceanModel); "
+            f"{type(model).__name__} has none."
+        )
     return eqx.tree_at(lambda m: m.forcing, model, scenario)
 
 

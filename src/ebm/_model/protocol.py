@@ -82,6 +82,12 @@ class Variable:
             raise ValueError(
                 f"Variable `name` must be a Python identifier, got {self.name!r}."
             )
+        for coordinate in self.coordinates:
+            if coordinate.name not in self.dims:
+                raise ValueError(
+                    f"Variable {self.name!r}: a coordinate must be of one of its "
+                    f"dims {self.dims}, got {coordinate.name!r}."
+                )
 
 
 class AbstractModel(eqx.Module):

@@ -96,6 +96,10 @@ method accepts."""
 NEWTON_STEPS = 40
 """Newton's iteration limit for the surface temperature."""
 
+NEWTON_FAILED = 1e-6
+"""A residual, K, above which Newton's method for the surface temperature has
+failed: the temperature is then NaN, and a step that needed it inaccurate."""
+
 
 def _smooth(width, hard, smooth):
     """`smooth(width)` for a positive `width`, `hard` at width 0 (differentiable in
@@ -119,9 +123,12 @@ def ice_enthalpy(E, width):
 
 
 def below_melting(T0, width):
-    """The blended `min(T0, 0)`, degC."""
+    """The blended `min(T0, Tm)`, `Tm - width log(1 + exp((Tm - T0) / width))`,
+    degC (`Tm` = `MELTING_POINT`)."""
     return _smooth(
-        width, jnp.minimum(T0, MELTING_POINT), lambda w: -w * jax.nn.softplus(-T0 / w)
+        width,
+        jnp.minimum(T0, MELTING_POINT),
+        lambda w: MELTING_POINT - w * jax.nn.softplus((MELTING_POINT - T0) / w),
     )
 
 
@@ -147,6 +154,10 @@ class SeaIceModel(AbstractModel):
     thermodynamics: bool = eqx.field(static=True, default=True)
 
     def __check_init__(self):
+        if not isinstance(self.thermodynamics, bool):
+            raise ValueError(
+                f"`thermodynamics` must be True or False, got {self.thermodynamics!r}."
+            )
         if isinstance(self.n, bool) or not isinstance(self.n, (int, np.integer)):
             raise ValueError(f"`n` must be an integer >= 2, got {self.n!r}.")
         if self.n < 2:
@@ -285,8 +296,10 @@ class SeaIceModel(AbstractModel):
         return self.implicit_temperature(E, self.absorbed(t, E, params), params)
 
     def temperature(self, t, y: PyTree, params) -> Float[Array, " x"]:
-        """The surface temperature of state `y` at time `t`, degC."""
-        return self.diagnose(t, y, params)[0]
+        """The surface temperature of state `y` at time `t`, degC; NaN where Newton's
+        method did not solve its equations (`diagnose`)."""
+        T, residual = self.diagnose(t, y, params)
+        return jnp.where(residual <= NEWTON_FAILED, T, jnp.nan)
 
     def mean_temperature(self, t, y: PyTree, params) -> Scalar:
         """The hemisphere's mean surface temperature (the boxes have equal areas)."""
@@ -301,7 +314,7 @@ class SeaIceModel(AbstractModel):
 
     def initial_state(self, params) -> PyTree:
         """WE15's start, `T = 7.5 + 20 (1 - 2 x^2)` degC of open water: ice-free
-        but for the boxes poleward of about 64 degrees north."""
+        but for the boxes poleward of about 56 degrees north."""
         T = 7.5 + 20.0 * (1.0 - 2.0 * self.x**2)
         return {"E": params.cw * T}
 
@@ -359,6 +372,8 @@ class SeaIceModel(AbstractModel):
         )
 
     def toa_imbalance(self, t, y: PyTree, params) -> Scalar:
+        """The hemisphere's mean net downward flux at the top of the atmosphere,
+        `a S - A - B T + F`, W m-2 (without the deep ocean's `Fb`)."""
         E = y["E"]
         T = self.temperature(t, y, params)
         return jnp.mean(self.absorbed(t, E, params) - params.B * T)

@@ -23,9 +23,9 @@ forward Euler on $E$; its ghost layer's heat capacity and coupling time
 first order in $\Delta t$.
 
 The step's error is estimated by step doubling, as for the Euler steppers (twice the
-difference between one step and two half steps), in W yr m-2, plus $c_w$ times the
-residual Newton's method left (K), so that a solve that did not converge shows as an
-inaccurate step.
+difference between one step and two half steps), in W yr m-2; where Newton's method
+did not solve the step's equations (a residual above `NEWTON_FAILED`), it is
+infinite, so that the run says its step was inaccurate.
 """
 
 from typing import ClassVar
@@ -35,7 +35,7 @@ import jax.numpy as jnp
 
 from .._stepping.steppers.base import AbstractStepper
 from .._stepping.steppers.flat import FlatModel
-from .model import SeaIceModel
+from .model import NEWTON_FAILED, SeaIceModel
 
 
 def euler_step(model: SeaIceModel, t, E, params, dt):
@@ -43,9 +43,9 @@ def euler_step(model: SeaIceModel, t, E, params, dt):
     absorbed = model.coalbedo(E, params) * model.insolation(t + 0.5 * dt, params)
     absorbed = absorbed - params.A + params.F
 
-    T, size = model.implicit_temperature(E, absorbed, params, dt)
+    T, residual = model.implicit_temperature(E, absorbed, params, dt)
     change = absorbed + model.transport(T, params) - params.B * T + params.Fb
-    return E + dt * change, size
+    return E + dt * change, residual
 
 
 class SeaIceEuler(AbstractStepper):
@@ -61,7 +61,8 @@ class SeaIceEuler(AbstractStepper):
         del params, T0, dt
         if not (isinstance(model, FlatModel) and isinstance(model.model, SeaIceModel)):
             raise ValueError(
-                f"SeaIceEuler steps ebm.SeaIceModel, not {type(model).__name__}."
+                "SeaIceEuler steps ebm.SeaIceModel, not "
+                f"{type(getattr(model, 'model', model)).__name__}."
             )
         return None
 
@@ -71,14 +72,16 @@ class SeaIceEuler(AbstractStepper):
         t = model.t0 + t
 
         def advance(v, t, dt):
-            E, size = euler_step(seaice, t, model.unflatten(v)["E"], params, dt)
-            return model.flatten({"E": E}), size
+            E, residual = euler_step(seaice, t, model.unflatten(v)["E"], params, dt)
+            return model.flatten({"E": E}), residual
 
-        v_next, size = advance(v, t, dt)
-        halfway, size_half = advance(v, t, 0.5 * dt)
-        two_halves, size_two = advance(halfway, t + 0.5 * dt, 0.5 * dt)
-        unconverged = params.cw * jnp.maximum(size, jnp.maximum(size_half, size_two))
-        error = 2.0 * (v_next - two_halves) + unconverged
+        v_next, residual = advance(v, t, dt)
+        halfway, residual_half = advance(v, t, 0.5 * dt)
+        two_halves, residual_two = advance(halfway, t + 0.5 * dt, 0.5 * dt)
+        residual = jnp.maximum(residual, jnp.maximum(residual_half, residual_two))
+        # A Newton solve that failed makes the step inaccurate whatever its sign.
+        error = 2.0 * (v_next - two_halves)
+        error = jnp.where(residual <= NEWTON_FAILED, error, jnp.inf)
         return v_next, jax.lax.stop_gradient(error)
 
     def stability_limit(self, model, params, T0):
