@@ -183,6 +183,16 @@ def test_a_sweep_is_the_periodic_states_one_by_one_and_shows_the_snowball_loop()
     np.testing.assert_allclose(cooling.state0["E"][1], one.state0["E"], atol=1e-6)
 
 
+def test_ice_free_forcing_refusals():
+    for bracket in ((3.0, 1.0), (1.0,), "ab"):
+        with pytest.raises(ValueError, match="`bracket` must be two forcings"):
+            ebm.ice_free_forcing(PARAMS, model=MODEL, bracket=bracket)
+    with pytest.raises(TypeError, match="`model` must be an ebm.SeaIceModel"):
+        ebm.ice_free_forcing(
+            ebm.TwoLayerParams(), model=ebm.TwoLayerModel(), bracket=(0.0, 1.0)
+        )
+
+
 def test_sweep_refusals():
     with pytest.raises(ValueError, match="`parameter` must be a scalar parameter"):
         ebm.periodic_sweep(PARAMS, "G", [0.0], model=MODEL)

@@ -30,7 +30,7 @@ class Run(eqx.Module):
         experiments, calendar years for a series) (`None` unless `saveat` asks).
     - `states`: the saved states, each array with a leading time axis (`None`
         unless asked for).
-    - `T`: the final surface temperature (`model.surface_temperature`), and `Ts`
+    - `T`: the final surface temperature (`model.temperature`), and `Ts`
         its values at the saved times (`None` unless asked for).
     - `global_mean`: the final global-mean surface temperature.
     - `variables`: the model's declared variables (names, units, long names,

@@ -28,7 +28,16 @@ from .model import SeaIceModel
 def summer_ice_edge(cycle, model: SeaIceModel) -> Scalar:
     """The ice edge at its most poleward over the year of `cycle` (an
     `ebm.PeriodicState` of `model`), `sin` of its latitude; 1 if the summer is
-    ice-free."""
+    ice-free.
+
+    **Raises:**
+
+    - `TypeError`: for a model that is not an `ebm.SeaIceModel`.
+    """
+    if not isinstance(model, SeaIceModel):
+        raise TypeError(
+            f"`model` must be an ebm.SeaIceModel, got {type(model).__name__}."
+        )
     return jnp.max(jax.vmap(model.ice_edge)(cycle.states))
 
 
@@ -87,10 +96,13 @@ def ice_free_forcing(
             f"`model` must be an ebm.SeaIceModel, got {type(model).__name__}."
         )
     params = check_model_params(params, model)
-    lower, upper = (float(b) for b in bracket)
+    try:
+        lower, upper = (float(b) for b in bracket)
+    except (TypeError, ValueError):
+        lower = upper = float("nan")
     if not lower < upper:
         raise ValueError(
-            f"`bracket` must be two forcings (lower, upper), lower < upper, got "
+            f"`bracket` must be two forcings (lower, upper), W m-2, lower < upper, got "
             f"{bracket!r}."
         )
 

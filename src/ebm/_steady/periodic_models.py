@@ -38,7 +38,7 @@ class PeriodicState(eqx.Module):
         (see `variables`).
     - `t`: the times of the year, years (`k / steps_per_year`, from 0).
     - `states`: the state at each time, each array with a leading time axis.
-    - `T`: the surface temperature (`model.surface_temperature`) at each time,
+    - `T`: the surface temperature (`model.temperature`) at each time,
         degC; `annual_mean` its mean over the year.
     - `global_mean`: the global-mean surface temperature at each time, degC.
     - `residual`: the largest change of any state variable over the year,

@@ -47,7 +47,7 @@ class SteadyState(eqx.Module):
     **Attributes:**
 
     - `state`: the steady state, `{name: array}` (see `variables`).
-    - `T`: its surface temperature (`model.surface_temperature`).
+    - `T`: its surface temperature (`model.temperature`).
     - `global_mean`: its global-mean surface temperature.
     - `t`: the time whose forcing is held, years on the forcing's clock.
     - `residual`: the largest absolute tendency at `state`, per year (K per year

@@ -445,8 +445,9 @@ def integrate_fixed(
         unconditionally stable), `"explicit"` (forward Euler, for steps below the
         diffusive limit), `"implicit"` (linearly implicit Euler), `"rosenbrock"`
         (`ebm.Rosenbrock2`, second order; the default for the other models, which
-        have no split of transport from the rest for `"imex"`), or an
-        `ebm.AbstractStepper`.
+        have no split of transport from the rest for `"imex"`, unless the model
+        has a stepper of its own, as `ebm.SeaIceModel` has `ebm.SeaIceEuler`), or
+        an `ebm.AbstractStepper`.
     - `checkpoint`: the reverse-mode schedule: `"none"`, `"step"`, `"sqrt"`
         (default), `("nested", levels)`, `("binomial", checkpoints)`, `"recursive"`
         or `("recursive", checkpoints)` (diffrax's `RecursiveCheckpointAdjoint`),
