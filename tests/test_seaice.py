@@ -240,3 +240,21 @@ def test_the_command_line(capsys, tmp_path):
         assert dataset["x"].attrs["long_name"] == "sine of latitude"
     assert main(["seaice", "--ai", "2"]) == 2
     assert "`ai` must be in [0, 1], got 2" in capsys.readouterr().err
+
+
+def test_the_sweeps_stability_check_is_the_years_leading_multiplier():
+    # The two-layer model's year multiplies its slowest mode by exp(lambda_max),
+    # lambda_max the layers' matrix's largest eigenvalue (its slow relaxation).
+    from ebm._steady.periodic_sweep import leading_multiplier
+    from ebm._steady.seasonal import _setup
+
+    model = ebm.TwoLayerModel(forcing=ebm.AbruptCO2(2.0))
+    params = model.Params()
+    year, params, start, _, _ = _setup(
+        params, model, None, None, None, "none", 73, None, True
+    )  # fmt: skip
+    matrix, _ = model.system(params)
+    expected = np.exp(np.max(np.linalg.eigvals(np.asarray(matrix)).real))
+    multiplier = float(leading_multiplier(year, start, params))
+    assert multiplier == pytest.approx(expected, rel=2e-2)
+    assert multiplier < 1.0

@@ -3,8 +3,10 @@ values, each found from the one before.
 
 Each point is `ebm.periodic_equilibrium` at the next value, started from the
 previous point's state on 1 January and spun up `spinup_years` before Newton-Krylov
-shooting: the sweep follows the attracting periodic state that the previous one
-leads to, as a slowly changing experiment would. Swept up and then down, a
+shooting; a periodic state that shooting finds but that is unstable (its year's
+leading Floquet multiplier above 1) is found again after a long spin-up, as is one
+where shooting fails. The sweep thus follows the attracting periodic state that the
+previous one leads to, as a slowly changing experiment would. Swept up and then down, a
 parameter range with two attracting states shows them as two branches that
 disagree (hysteresis), each ending where its periodic state ceases to exist; the
 unstable states between them are not found. The whole sweep is one compiled
@@ -65,9 +67,11 @@ def periodic_sweep(
     - `spinup_years`: years spun up from the previous point's state before each
         point's shooting (default 4): enough to leave a periodic state that no
         longer exists for the one it leads to.
-    - `retry_years`: where a point's shooting fails (its periodic state is far from
-        the previous one: past a tipping point), years spun up from the previous
-        state before shooting once more (default 100).
+    - `retry_years`: where a point's shooting fails, or finds a periodic state that
+        is unstable (the leading multiplier of its year's derivative, estimated by
+        the power method, above 1: shooting next to a fold can land on the
+        unstable state), years spun up from the previous state before shooting
+        once more (default 100).
     - `max_steps`: each point's Newton step limit.
 
     **Returns:**
@@ -119,6 +123,31 @@ def periodic_sweep(
     )  # fmt: skip
 
 
+POWER_ITERATIONS = 16
+"""Products with the year's derivative that estimate its leading multiplier."""
+
+
+def leading_multiplier(year, state, params) -> jax.Array:
+    """The modulus of the leading Floquet multiplier of the periodic state `state`
+    (the year's flow map's derivative's leading eigenvalue), by `POWER_ITERATIONS`
+    of the power method from a fixed start: above 1 for an unstable state. Not
+    differentiated."""
+    state, params = jax.lax.stop_gradient((state, params))
+    vector = jnp.cos(jnp.arange(state.size, dtype=state.dtype) + 0.5)
+    vector = vector / jnp.linalg.norm(vector)
+
+    def power(_, carry):
+        vector, _ = carry
+        image = jax.jvp(lambda y: year.flow(y, params), (state,), (vector,))[1]
+        size = jnp.linalg.norm(image)
+        return image / jnp.where(size > 0, size, 1.0), size
+
+    _, size = jax.lax.fori_loop(
+        0, POWER_ITERATIONS, power, (vector, jnp.zeros((), state.dtype))
+    )
+    return size
+
+
 def _start_of(year, cycle) -> jax.Array:
     """The state on 1 January of `cycle`, as the year's flat start."""
     if isinstance(year.model, FlatModel):
@@ -151,6 +180,9 @@ def _sweep(
     def point(previous, value):
         p = with_parameter(params, parameter, value)
         cycle, state, ok = attempt(previous, p, years[0])
+        # Shooting converges to unstable periodic states too (next to a fold, a
+        # short spin-up leaves the state near one): those are retried.
+        ok = ok & (leading_multiplier(year, state, p) <= 1.0)
         cycle, state, ok = jax.lax.cond(
             ok,
             lambda: (cycle, state, ok),
