@@ -15,7 +15,7 @@ at that F: hysteresis. Each point's annual-mean, summer (least) and winter
 
 Writes benchmarks/results/seaice_hysteresis.json and .png.
 
-Run: python benchmarks/seaice_hysteresis.py [--n 100] [--step 0.5]
+Run: python benchmarks/seaice_hysteresis.py [--n 100] [--step 1]
 """
 
 import argparse
@@ -109,7 +109,7 @@ def main():
     parser.add_argument("--steps-per-year", type=int, default=200)
     parser.add_argument("--low", type=float, default=-25.0)
     parser.add_argument("--high", type=float, default=15.0)
-    parser.add_argument("--step", type=float, default=0.5)
+    parser.add_argument("--step", type=float, default=1.0)
     parser.add_argument(
         "--warming-start",
         type=float,

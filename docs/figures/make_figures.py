@@ -265,6 +265,21 @@ def grey_body(path):
     fig.savefig(path, dpi=120)
 
 
+@figure(
+    "The periodic state of `ebm.SeaIceModel(50)` at WE15's default parameters "
+    "(`ebm.periodic_equilibrium`, 200 steps a year; `ebm.plot_sea_ice`): surface "
+    "temperature with the ice edge (black) and the edge of the melting ice surface "
+    "(red), ice thickness, and the ice edge through the year."
+)
+def sea_ice_cycle(path):
+    import ebm
+
+    model = ebm.SeaIceModel(50)
+    params = model.Params()
+    cycle = ebm.periodic_equilibrium(params, model=model, steps_per_year=200)
+    ebm.plot_sea_ice(cycle, model, params, path=path)
+
+
 # --- The benchmarks' figures, from their committed JSON ------------------------------
 
 
@@ -379,6 +394,28 @@ def terms(path):
 )
 def climlab_comparison(path):
     _benchmark("climlab_comparison").plot(_saved("climlab_comparison"), path)
+
+
+@figure(
+    "`ebm.SeaIceModel` against Wagner & Eisenman's reference code at its default "
+    "settings: the polar ice thickness and the ice edge through the 30th year from "
+    "its start, with the reference's ghost layer as it is and ten times thinner.",
+    _from("seaice_reference"),
+)
+def seaice_reference(path):
+    _benchmark("seaice_reference").plot(_saved("seaice_reference")["rows"], path)
+
+
+@figure(
+    "Periodic states of `ebm.SeaIceModel` swept down and up in the forcing F "
+    "(`ebm.periodic_sweep`), for the full model and its simpler variants: the "
+    "annual-mean ice edge (thick) and its summer and winter extremes (dotted).",
+    _from("seaice_hysteresis"),
+)
+def seaice_hysteresis(path):
+    _benchmark("seaice_hysteresis").plot(
+        _saved("seaice_hysteresis")["variants"], path
+    )
 
 
 def main():
