@@ -168,6 +168,34 @@ def add_common(parser: argparse.ArgumentParser, plot: str | None, **terms) -> No
         )
 
 
+def add_outputs(parser: argparse.ArgumentParser, plot: str, what: str) -> None:
+    """`--json`, `--plot FILE` (default `plot`), `--no-plot` and `--netcdf FILE`
+    (writing `what`), for a subcommand of a model other than the zonal one."""
+    parser.add_argument("--json", action="store_true", help="print JSON, not text")
+    parser.add_argument("--plot", default=plot, metavar="FILE", help=f"({plot})")
+    parser.add_argument("--no-plot", action="store_true", help="do not plot")
+    parser.add_argument(
+        "--netcdf", metavar="FILE", default=None, help=f"write the {what} as netCDF"
+    )
+
+
+def add_declared_parameters(group, declared) -> None:
+    """One float flag per parameter, `{name: (ebm.Parameter, owners)}`: its long
+    name, default, units, allowed range and (if any) the models that have it."""
+    for name, (parameter, owners) in declared.items():
+        units = "" if parameter.units == "1" else f", {parameter.units}"
+        models = f"; {', '.join(owners)}" if owners else ""
+        group.add_argument(
+            f"--{name.replace('_', '-')}",
+            dest=name,
+            type=float,
+            default=None,
+            metavar="X",
+            help=f"{parameter.long_name} ({number_text(parameter.default)}"
+            f"{units}; {parameter.allowed}{models})".replace("%", "%%"),
+        )
+
+
 def add_progress(parser: argparse.ArgumentParser, what: str) -> None:
     """`--progress` / `--no-progress`: a bar on stderr counting `what` (stdout keeps
     the report alone); by default shown, except under `--json`."""

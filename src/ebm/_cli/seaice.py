@@ -39,26 +39,11 @@ def add_parser(subparsers) -> None:
         action="store_true",
         help="skip d(summer ice edge)/d(parameter)",
     )
-    parser.add_argument("--json", action="store_true", help="print JSON, not text")
-    parser.add_argument(
-        "--plot", default="seaice.png", metavar="FILE", help="(seaice.png)"
-    )
-    parser.add_argument("--no-plot", action="store_true", help="do not plot")
-    parser.add_argument(
-        "--netcdf", metavar="FILE", default=None, help="write the cycle as netCDF"
-    )
+    common.add_outputs(parser, "seaice.png", "cycle")
     group = parser.add_argument_group("parameters")
-    for parameter in SeaIceParams.declarations:
-        units = "" if parameter.units == "1" else f", {parameter.units}"
-        group.add_argument(
-            f"--{parameter.name.replace('_', '-')}",
-            dest=parameter.name,
-            type=float,
-            default=None,
-            metavar="X",
-            help=f"{parameter.long_name} ({common.number_text(parameter.default)}"
-            f"{units}; {parameter.allowed})".replace("%", "%%"),
-        )
+    common.add_declared_parameters(
+        group, {p.name: (p, ()) for p in SeaIceParams.declarations}
+    )
 
 
 def run(arguments) -> dict:

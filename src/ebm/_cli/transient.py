@@ -70,30 +70,13 @@ def add_parser(subparsers) -> None:
     parser.add_argument(
         "--years", type=float, default=150.0, help="length of the run, years (150)"
     )
-    parser.add_argument("--json", action="store_true", help="print JSON, not text")
-    parser.add_argument(
-        "--plot", default="transient.png", metavar="FILE", help="(transient.png)"
-    )
-    parser.add_argument("--no-plot", action="store_true", help="do not plot")
-    parser.add_argument(
-        "--netcdf", metavar="FILE", default=None, help="write the run as netCDF"
-    )
+    common.add_outputs(parser, "transient.png", "run")
     group = parser.add_argument_group("parameters (each model's own)")
     seen = {}
     for label, container in _containers().items():
         for parameter in container.declarations:
             seen.setdefault(parameter.name, (parameter, []))[1].append(label)
-    for name, (parameter, owners) in seen.items():
-        units = "" if parameter.units == "1" else f", {parameter.units}"
-        group.add_argument(
-            f"--{name.replace('_', '-')}",
-            dest=name,
-            type=float,
-            default=None,
-            metavar="X",
-            help=f"{parameter.long_name} ({common.number_text(parameter.default)}"
-            f"{units}; {parameter.allowed}; {', '.join(owners)})".replace("%", "%%"),
-        )
+    common.add_declared_parameters(group, seen)
 
 
 def run(arguments) -> dict:
