@@ -7,9 +7,9 @@ The forcing $F^*$ at which the summer ice vanishes is the root of
 $$g(F) = \max_t\ E_p(t; F),$$
 
 the largest enthalpy over the year at the pole ($E_p$, extrapolated linearly from
-the two poleward boxes, as `SeaIceModel.ice_edge` extrapolates it: $g(F) = 0$ exactly
-where the summer ice edge reaches the pole), on the periodic state at $F$. It is
-found by bisection in $F$ (robust where $g$ has kinks, as the ice edge passes from
+the two poleward boxes by `with_ends`, as `SeaIceModel.ice_edge` extrapolates it:
+$g(F) = 0$ exactly where the summer ice edge reaches the pole), on the periodic
+state at $F$. It is found by bisection in $F$ (robust where $g$ has kinks, as the ice edge passes from
 box to box), and differentiated implicitly, with the periodic state's forward-mode
 derivative in $F$:
 $\partial F^*/\partial\theta = -(\partial g/\partial\theta)/(\partial g/\partial F)$.
@@ -22,7 +22,7 @@ import optimistix as optx
 from .._custom_types import Scalar
 from .._layers.run import check_model_params
 from .._steady.continuation.problem import with_parameter
-from .model import SeaIceModel
+from .model import SeaIceModel, with_ends
 
 
 def summer_ice_edge(cycle, model: SeaIceModel) -> Scalar:
@@ -45,9 +45,7 @@ def polar_summer_enthalpy(cycle) -> Scalar:
     """The largest enthalpy over the year at the pole, W yr m-2 (extrapolated
     linearly from the two poleward boxes): positive where the summer is ice-free
     up to the pole."""
-    E = cycle.states["E"]
-    pole = E[:, -1] + 0.5 * (E[:, -1] - E[:, -2])
-    return jnp.max(pole)
+    return jnp.max(jax.vmap(with_ends)(cycle.states["E"])[:, -1])
 
 
 def ice_free_forcing(

@@ -132,6 +132,19 @@ def below_melting(T0, width):
     )
 
 
+def _centres(n: int) -> np.ndarray:
+    """The centres of `n` boxes of equal width on [0, 1]."""
+    return (np.arange(n) + 0.5) / n
+
+
+def with_ends(E) -> Float[Array, " n+2"]:
+    """`E` with its values at the equator and the pole, extrapolated linearly from
+    the two nearest boxes."""
+    equator = E[:1] - 0.5 * (E[1:2] - E[:1])
+    pole = E[-1:] + 0.5 * (E[-1:] - E[-2:-1])
+    return jnp.concatenate([equator, E, pole])
+
+
 class SeaIceModel(AbstractModel):
     """Wagner & Eisenman's (2015) sea-ice energy-balance model (see the module
     docstring).
@@ -165,7 +178,7 @@ class SeaIceModel(AbstractModel):
 
     @property
     def variables(self) -> tuple[Variable, ...]:
-        x = tuple(float(v) for v in (np.arange(self.n) + 0.5) / self.n)
+        x = tuple(float(v) for v in _centres(self.n))
         coordinate = Coordinate("x", x, "1", "sine of latitude")
         return (Variable("E", "W yr m-2", "surface enthalpy", ("x",), (coordinate,)),)
 
@@ -176,7 +189,7 @@ class SeaIceModel(AbstractModel):
     @property
     def x(self) -> Float[Array, " x"]:
         """The boxes' centres, `sin(latitude)`."""
-        return (jnp.arange(self.n, dtype=float) + 0.5) / self.n
+        return jnp.asarray(_centres(self.n))
 
     @property
     def lat(self) -> Float[Array, " x"]:
@@ -186,16 +199,18 @@ class SeaIceModel(AbstractModel):
     def transport(self, T, params) -> Float[Array, " x"]:
         r"""$D\,\partial_x[(1 - x^2)\,\partial_x T]$ by centred differences, W m-2
         per box; no flux through the equator or the pole, so the boxes' mean is 0."""
-        x_bounds = jnp.arange(1, self.n, dtype=float) / self.n
-        conductance = params.D * (1.0 - x_bounds**2) * self.n**2
-        flux = conductance * (T[1:] - T[:-1])
+        flux = self.conductance(params) * (T[1:] - T[:-1])
         zero = jnp.zeros(1, flux.dtype)
         return jnp.concatenate([flux, zero]) - jnp.concatenate([zero, flux])
 
+    def conductance(self, params) -> Float[Array, " n-1"]:
+        """`D (1 - x^2) / dx^2` at the boxes' inner bounds, W m-2 K-1."""
+        x_bounds = jnp.arange(1, self.n, dtype=float) / self.n
+        return params.D * (1.0 - x_bounds**2) * self.n**2
+
     def transport_matrix(self, params) -> TridiagonalMatrix:
         """`transport` as a tridiagonal matrix, W m-2 K-1."""
-        x_bounds = jnp.arange(1, self.n, dtype=float) / self.n
-        conductance = params.D * (1.0 - x_bounds**2) * self.n**2
+        conductance = self.conductance(params)
         zero = jnp.zeros(1, conductance.dtype)
         diagonal = -(
             jnp.concatenate([conductance, zero]) + jnp.concatenate([zero, conductance])
@@ -345,11 +360,8 @@ class SeaIceModel(AbstractModel):
         centres (and extrapolated linearly to the equator and the pole). 1 without
         ice, 0 under ice everywhere; continuous and differentiable as the edge
         moves through the boxes."""
-        E = y["E"]
-        x = self.x
-        ends = (E[:1] - 0.5 * (E[1:2] - E[:1]), E[-1:] + 0.5 * (E[-1:] - E[-2:-1]))
-        E = jnp.concatenate([ends[0], E, ends[1]])
-        x = jnp.concatenate([jnp.zeros(1), x, jnp.ones(1)])
+        E = with_ends(y["E"])
+        x = jnp.concatenate([jnp.zeros(1), self.x, jnp.ones(1)])
         crossing = (E[:-1] > 0) & (E[1:] <= 0)
         fraction = E[:-1] / jnp.where(crossing, E[:-1] - E[1:], 1.0)
         position = x[:-1] + fraction * (x[1:] - x[:-1])
