@@ -9,9 +9,9 @@ $$g(F) = \max_t\ E_p(t; F),$$
 the largest enthalpy over the year at the pole ($E_p$, extrapolated linearly from
 the two poleward boxes by `with_ends`, as `SeaIceModel.ice_edge` extrapolates it:
 $g(F) = 0$ exactly where the summer ice edge reaches the pole), on the periodic
-state at $F$. It is found by bisection in $F$ (robust where $g$ has kinks, as the ice edge passes from
-box to box), and differentiated implicitly, with the periodic state's forward-mode
-derivative in $F$:
+state at $F$. It is found by bisection in $F$ (robust where $g$ has kinks, as the
+ice edge passes from box to box), and differentiated implicitly, with the periodic
+state's forward-mode derivative in $F$:
 $\partial F^*/\partial\theta = -(\partial g/\partial\theta)/(\partial g/\partial F)$.
 """
 
