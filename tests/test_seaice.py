@@ -258,3 +258,73 @@ def test_the_sweeps_stability_check_is_the_years_leading_multiplier():
     multiplier = float(leading_multiplier(year, start, params))
     assert multiplier == pytest.approx(expected, rel=2e-2)
     assert multiplier < 1.0
+
+
+@pytest.fixture(scope="module")
+def branch():
+    # The classic diffusive model (no thermodynamics, no seasonal cycle) on the
+    # small grid, its albedo switch blended over 5 W yr m-2: the ice edge locks
+    # to each box over a range of F, so the branch of the ice cap zig-zags, with a
+    # pair of folds per box (the grid's own hysteresis).
+    model = ebm.SeaIceModel(N, thermodynamics=False)
+    params = model.Params(S1=0.0, enthalpy_width=5.0)
+    return model, ebm.periodic_continuation(
+        params, "F", stop=-6.0, model=model, steps_per_year=STEPS, max_step=1.0
+    )
+
+
+def test_periodic_continuation_turns_at_folds_where_the_multiplier_crosses_one(
+    branch,
+):
+    model, branch = branch
+    assert branch.result == ebm.RESULTS.successful
+    F = np.asarray(branch.values)
+    assert F[0] == 0.0 and F[-1] == pytest.approx(-6.0, abs=1e-9)
+    # Every point is a periodic state.
+    assert float(jnp.max(branch.cycles.residual)) < 1e-6
+    # Folds: the parameter turns; between each pair the states are unstable, and
+    # the leading multiplier passes 1 where the parameter turns (within a step).
+    assert branch.folds.shape[0] >= 4
+    slope_turns = np.flatnonzero(np.diff(np.sign(branch.slope)) != 0)
+    stability_turns = np.flatnonzero(np.diff(np.asarray(branch.stable)) != 0)
+    np.testing.assert_array_equal(slope_turns, stability_turns)
+    lower, upper = float(branch.folds[0]), float(branch.folds[1])
+    assert lower < upper and F[slope_turns[0]] == pytest.approx(lower, abs=0.05)
+    # The fold is where the unstable and stable states meet: the multiplier,
+    # interpolated in F along the branch to the fold, is 1.
+    near = slice(slope_turns[0] - 2, slope_turns[0] + 3)
+    multiplier = np.asarray(branch.floquet_multiplier)[near]
+    assert multiplier.min() < 1.0 < multiplier.max()
+    # The ice edge moves equatorward along the branch as F falls.
+    edge = np.asarray(jax.vmap(model.ice_edge)(branch.cycles.state0))
+    assert edge[-1] < edge[0] < 1.0
+
+
+def test_the_branchs_stability_is_what_a_spin_up_does(branch):
+    # A stable point's state, disturbed, returns to it; the most unstable point's,
+    # disturbed either way, leaves it for the two stable states at its F.
+    model, branch = branch
+    multiplier = np.asarray(branch.floquet_multiplier)
+    unstable, stable = int(np.argmax(multiplier)), int(np.argmin(multiplier))
+    params = model.Params(S1=0.0, enthalpy_width=5.0)
+
+    def spun(index, shift, years=60):
+        p = replace(params, "F", branch.values[index])
+        start = {"E": branch.cycles.state0["E"][index] + shift}
+        run = ebm.seasonal_spinup(
+            p, model=model, years=years, steps_per_year=STEPS, start=start
+        )
+        return np.asarray(run.state0["E"] - branch.cycles.state0["E"][index])
+
+    assert np.max(np.abs(spun(stable, 0.5))) < 1e-3
+    up, down = spun(unstable, 0.5), spun(unstable, -0.5)
+    assert np.mean(up) > 1.0 and np.mean(down) < -1.0
+
+
+def test_periodic_continuation_refusals():
+    with pytest.raises(ValueError, match="`parameter` must be a scalar parameter"):
+        ebm.periodic_continuation(PARAMS, "G", stop=1.0, model=MODEL)
+    with pytest.raises(ValueError, match="`stop` must differ from the starting"):
+        ebm.periodic_continuation(PARAMS, "F", stop=0.0, model=MODEL)
+    with pytest.raises(ValueError, match="reaches ai = 2.0"):
+        ebm.periodic_continuation(PARAMS, "ai", stop=2.0, model=MODEL)

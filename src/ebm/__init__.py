@@ -180,6 +180,10 @@ from ._steady.equilibrium import (
     NearFoldWarning as NearFoldWarning,
     equilibrium as equilibrium,
 )
+from ._steady.periodic_continuation import (
+    PeriodicBranch as PeriodicBranch,
+    periodic_continuation as periodic_continuation,
+)
 from ._steady.periodic_models import PeriodicState as PeriodicState
 from ._steady.periodic_sweep import periodic_sweep as periodic_sweep
 from ._steady.seasonal import (

@@ -93,15 +93,7 @@ def periodic_sweep(
         params, model, grid, start, stepper, "none", steps_per_year,
         error_tolerance, True,
     )  # fmt: skip
-    container = type(params)
-    if parameter not in container.field_names() or np.ndim(getattr(params, parameter)):
-        scalars = tuple(
-            n for n in container.field_names() if np.ndim(getattr(params, n)) == 0
-        )
-        raise ValueError(
-            f"`parameter` must be a scalar parameter of the model, one of {scalars}, "
-            f"got {parameter!r}."
-        )
+    check_scalar_parameter(params, parameter)
     values = np.asarray(values, dtype=float)
     if values.ndim != 1 or values.size == 0 or not np.all(np.isfinite(values)):
         raise ValueError(
@@ -121,6 +113,24 @@ def periodic_sweep(
         jnp.asarray([spinup_years, retry_years]), solver, adjoint, max_steps,
         error_tolerance,
     )  # fmt: skip
+
+
+def check_scalar_parameter(params, parameter: str) -> None:
+    """Refuse a `parameter` that is not a scalar field of `params`.
+
+    **Raises:**
+
+    - `ValueError`: naming the scalar parameters.
+    """
+    container = type(params)
+    if parameter not in container.field_names() or np.ndim(getattr(params, parameter)):
+        scalars = tuple(
+            n for n in container.field_names() if np.ndim(getattr(params, n)) == 0
+        )
+        raise ValueError(
+            f"`parameter` must be a scalar parameter of the model, one of {scalars}, "
+            f"got {parameter!r}."
+        )
 
 
 POWER_ITERATIONS = 16

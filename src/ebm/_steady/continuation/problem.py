@@ -14,6 +14,8 @@ fold where $J = \partial F/\partial T$ is not), the corrector onto the branch
 leading eigenvalue of the tridiagonal $J$, probed matrix-free).
 """
 
+import abc
+
 import equinox as eqx
 import jax
 import jax.numpy as jnp
@@ -44,25 +46,38 @@ def row_scale(model: EnergyBalanceModel, params: Params, T) -> Float[Array, " la
     return 1.0 / jnp.maximum(jnp.abs(diagonal), jnp.finfo(T.dtype).tiny)
 
 
-class Problem(eqx.Module):
-    """`F` and its bordered systems in the continuation's variables `y = (T, mu)`."""
+class AbstractBranchProblem(eqx.Module):
+    """Equations `G(y) = 0` in the unknowns `y = (state, mu)` of a walk, and the
+    bordered systems solved on them: the tangent of the branch and the corrector
+    onto it (see `walk.py`). A subclass gives the residual, the weights of its rows
+    in the corrector and each point's leading eigenvalue (positive where the point
+    is unstable)."""
 
-    model: EnergyBalanceModel
-    params: Params
-    parameter: str = eqx.field(static=True)
-    origin: Scalar
-    scale: Scalar
+    params: eqx.AbstractVar[Params]
+    parameter: eqx.AbstractVar[str]
+    origin: eqx.AbstractVar[Scalar]
+    scale: eqx.AbstractVar[Scalar]
+
+    @abc.abstractmethod
+    def residual(self, y) -> Float[Array, " n"]:
+        """`G(y)`, one equation per entry of the state."""
+
+    @abc.abstractmethod
+    def row_weights(self, y) -> Float[Array, " n"]:
+        """What each equation is multiplied by in the corrector (not differentiated;
+        the root is unchanged)."""
+
+    @abc.abstractmethod
+    def leading_eigenvalue(self, y) -> Scalar:
+        """The point's leading eigenvalue (or exponent): positive where unstable."""
 
     def value(self, mu):
         """The parameter's value at `mu`."""
         return self.origin + self.scale * mu
 
-    def params_at(self, mu) -> Params:
+    def params_at(self, mu):
         """The parameters with the continued one at `mu`."""
         return with_parameter(self.params, self.parameter, self.value(mu))
-
-    def residual(self, y):
-        return self.model.energy_budget(y[:-1], self.params_at(y[-1]))
 
     def metric(self, t):
         """`<t, .>` as a row vector."""
@@ -83,11 +98,13 @@ class Problem(eqx.Module):
         return direction / self.norm(direction)
 
     def correct(self, guess, row, target, corrector: optx.AbstractRootFinder, steps):
-        """Solve `F(y) = 0`, `row . y = target` from `guess`."""
-        scale = row_scale(self.model, self.params_at(guess[-1]), guess[:-1])
+        """Solve `G(y) = 0`, `row . y = target` from `guess`."""
+        weights = jax.lax.stop_gradient(self.row_weights(guess))
 
         def fn(y, _):
-            return jnp.concatenate([scale * self.residual(y), (row @ y - target)[None]])
+            return jnp.concatenate(
+                [weights * self.residual(y), (row @ y - target)[None]]
+            )
 
         solution = optx.root_find(
             fn, corrector, guess, None, max_steps=steps, throw=False
@@ -96,6 +113,22 @@ class Problem(eqx.Module):
             jnp.isfinite(solution.value)
         )
         return solution.value, ok
+
+
+class Problem(AbstractBranchProblem):
+    """`F` and its bordered systems in the continuation's variables `y = (T, mu)`."""
+
+    model: EnergyBalanceModel
+    params: Params
+    parameter: str = eqx.field(static=True)
+    origin: Scalar
+    scale: Scalar
+
+    def residual(self, y):
+        return self.model.energy_budget(y[:-1], self.params_at(y[-1]))
+
+    def row_weights(self, y):
+        return row_scale(self.model, self.params_at(y[-1]), y[:-1])
 
     def leading_eigenvalue(self, y):
         _, jacobian = budget_and_jacobian(self.model, self.params_at(y[-1]), y[:-1])
