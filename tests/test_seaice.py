@@ -183,6 +183,37 @@ def test_a_sweep_is_the_periodic_states_one_by_one_and_shows_the_snowball_loop()
     np.testing.assert_allclose(cooling.state0["E"][1], one.state0["E"], atol=1e-6)
 
 
+def test_the_forcing_that_removes_the_summer_ice_and_its_gradient():
+    # On the small grid the last box's summer ice melts out at once (a jump of the
+    # polar summer enthalpy f in F) unless the switch is blended over a box's worth
+    # of enthalpy: 5 W yr m-2 makes F* a smooth root of f.
+    from ebm._seaice.metrics import polar_summer_enthalpy
+
+    params = ebm.SeaIceParams(enthalpy_width=5.0)
+    value, gradient = jax.value_and_grad(
+        lambda p: ebm.ice_free_forcing(
+            p, model=MODEL, bracket=(1.0, 3.0), steps_per_year=STEPS, spinup_years=4
+        )
+    )(params)
+
+    def f(F, D):
+        p = replace(replace(params, "F", F), "D", D)
+        cycle = ebm.periodic_equilibrium(p, model=MODEL, steps_per_year=STEPS)
+        return float(polar_summer_enthalpy(cycle))
+
+    # Summer ice at the pole just below F*, none just above (f in W yr m-2).
+    dF, dD, D = 1e-4, 1e-4, float(params.D)
+    below, above = f(value - dF, D), f(value + dF, D)
+    assert below < 0.0 < above
+    # Its derivative, by central differences of f: dF*/dD = -f_D / f_F.
+    f_D = (f(value, D + dD) - f(value, D - dD)) / (2 * dD)
+    f_F = (above - below) / (2 * dF)
+    # More transport warms the pole: less forcing removes its summer ice.
+    assert float(gradient.D) == pytest.approx(-f_D / f_F, rel=1e-4)
+    assert float(gradient.D) < 0.0
+    assert float(gradient.F) == 0.0
+
+
 def test_ice_free_forcing_refusals():
     for bracket in ((3.0, 1.0), (1.0,), "ab"):
         with pytest.raises(ValueError, match="`bracket` must be two forcings"):

@@ -21,6 +21,7 @@ import optimistix as optx
 
 from .._custom_types import Scalar
 from .._layers.run import check_model_params
+from .._results import RESULTS, raise_if_failed
 from .._steady.continuation.problem import with_parameter
 from .model import SeaIceModel, with_ends
 
@@ -121,9 +122,10 @@ def ice_free_forcing(
         params,
         options={"lower": lower, "upper": upper},
         max_steps=max_steps,
-        throw=throw,
+        throw=False,
     )
-    if throw:
-        return solution.value
-    ok = solution.result == optx.RESULTS.successful
-    return jnp.where(ok, solution.value, jnp.nan)
+    # The code is checked on the host (or, traced, in the caller's program): the
+    # compiled bisection holds no callback, and the persistent cache keeps it.
+    result = RESULTS.promote(solution.result)
+    value = jnp.where(result == RESULTS.successful, solution.value, jnp.nan)
+    return raise_if_failed(value, result) if throw else value
