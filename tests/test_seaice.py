@@ -122,6 +122,23 @@ def test_the_periodic_state_is_the_long_spin_up(cycle):
     np.testing.assert_allclose(spun.T, cycle.T, atol=1e-6)
 
 
+def test_plot_run_draws_the_enthalpy_against_time_and_x(cycle):
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig = ebm.plot_run(cycle)
+    try:
+        panel = fig.axes[0]
+        # One map of E over the year and x = sin(latitude), not a line per box.
+        assert len(panel.collections) == 1 and not panel.lines
+        assert panel.get_ylabel() == "sine of latitude (x, 1)"
+        np.testing.assert_allclose(panel.get_ylim(), (0.0, 1.0), atol=1e-12)
+    finally:
+        plt.close(fig)
+
+
 def _outputs(params):
     """The annual, hemispheric mean temperature and the summer (most poleward) ice
     edge."""

@@ -9,8 +9,9 @@ from .plot import _axes, _failure, _mark_failure, _save
 def plot_run(run, *, ax=None, path=None, title=None):
     """Each variable of a run against time: one line per scalar variable and per
     layer of a layered one (an `ebm.Run` of an ocean-layer model), and for each
-    variable on latitudes (the zonal model over a deep ocean) a panel of its change
-    from the first saved time against time and latitude. For an
+    variable on latitudes (the zonal model over a deep ocean) or on a coordinate of
+    its own (`ebm.SeaIceModel`'s `x = sin(latitude)`) a panel of its change from
+    the first saved time against time and that coordinate. For an
     `ebm.PeriodicState`, the same through the year, with each variable on
     latitudes drawn as it is (a Hovmoller diagram of the seasonal cycle).
 
@@ -48,8 +49,8 @@ def plot_run(run, *, ax=None, path=None, title=None):
             "to plot it."
         )
     default_title = "seasonal cycle" if periodic else "run"
-    on_lat = [v for v in run.variables if "lat" in v.dims]
-    lines = [v for v in run.variables if "lat" not in v.dims]
+    on_lat = [v for v in run.variables if _space(v) is not None]
+    lines = [v for v in run.variables if _space(v) is None]
     panels = len(on_lat) + (1 if lines else 0)
     fig, axes = _axes(ax, panels, figsize=(7 * panels, 4.5))
     axes = [axes] if panels == 1 else list(np.ravel(np.asarray(axes, object)))
@@ -73,8 +74,16 @@ def plot_run(run, *, ax=None, path=None, title=None):
         from .._model.grid import Grid
 
         values = np.asarray(run.states[variable.name])
-        # ebm's grids are uniform in latitude: the cells follow from their number.
-        lat = np.asarray(Grid(values.shape[-1]).lat)
+        coordinate = _space(variable)
+        if coordinate == "lat":
+            # ebm's grids are uniform in latitude: the cells follow from their number.
+            lat = np.asarray(Grid(values.shape[-1]).lat)
+            space_label = "latitude (degrees north)"
+        else:
+            lat = np.asarray(coordinate.values)
+            space_label = (
+                f"{coordinate.long_name} ({coordinate.name}, {coordinate.units})"
+            )
         if periodic:
             mesh = panel.pcolormesh(
                 years, lat, values.T, shading="nearest", cmap="coolwarm"
@@ -98,10 +107,21 @@ def plot_run(run, *, ax=None, path=None, title=None):
         fig.colorbar(mesh, ax=panel, label=label)
         panel.set_title(variable.long_name, fontsize=9)
         panel.set_xlabel(time_label)
-        panel.set_ylabel("latitude (degrees north)")
+        panel.set_ylabel(space_label)
     if panels == 1:
         _mark_failure(axes[0], title or default_title, _failure(run))
     else:
         _mark_failure(fig, title or default_title, _failure(run), figure=True)
     _save(fig, path)
     return fig
+
+
+def _space(variable):
+    """`"lat"` for a variable on latitudes, the `ebm.Coordinate` of a variable on
+    another one-dimensional space with values of its own (`x = sin(latitude)`), or
+    `None` for a scalar or layered one (drawn as lines)."""
+    if "lat" in variable.dims:
+        return "lat"
+    if len(variable.dims) == 1 and variable.coordinates:
+        return variable.coordinates[0]
+    return None
