@@ -413,9 +413,20 @@ def seaice_reference(path):
     _from("seaice_hysteresis"),
 )
 def seaice_hysteresis(path):
-    _benchmark("seaice_hysteresis").plot(
-        _saved("seaice_hysteresis")["variants"], path
-    )
+    _benchmark("seaice_hysteresis").plot(_saved("seaice_hysteresis")["variants"], path)
+
+
+@figure(
+    "The branch of periodic states of `ebm.SeaIceModel` continued in the forcing F "
+    "(`ebm.periodic_continuation`), for the full model and its simpler variants: "
+    "the annual-mean ice edge (thick) and its summer and winter extremes (thin), "
+    "stable (solid) and unstable (dashed), and the folds (grey).",
+    _from("seaice_continuation"),
+)
+def seaice_continuation(path):
+    saved = _saved("seaice_continuation")
+    finest = str(saved["settings"]["n"][-1])
+    _benchmark("seaice_continuation").plot(saved["resolutions"][finest], path)
 
 
 def main():
