@@ -369,6 +369,25 @@ def test_the_branchs_stability_is_what_a_spin_up_does(branch):
     assert np.mean(up) > 1.0 and np.mean(down) < -1.0
 
 
+def test_periodic_continuation_does_not_jump_to_another_piece_of_the_branch():
+    # The sharp default switch without a seasonal cycle: the ice cap's branch is a
+    # staircase of pieces, one per box, joined by folds narrower than a step. A
+    # corrector that lands on the next piece (its tangent parallel to this one's)
+    # must not be accepted: the step is halved instead, and where a corner is
+    # sharper than the smallest step the walk says so rather than jumping on.
+    model = ebm.SeaIceModel(N, thermodynamics=False)
+    max_step = 1.0
+    branch = ebm.periodic_continuation(
+        model.Params(S1=0.0), "F", stop=-20.0, model=model, steps_per_year=STEPS,
+        max_step=max_step, throw=False,
+    )  # fmt: skip
+    assert float(jnp.max(branch.cycles.residual)) < 1e-6
+    # Each point is at most a step along the tangent plus the corrector's move
+    # from the last (a jump to the next piece is several steps long).
+    assert np.max(np.diff(np.asarray(branch.arclength))) <= 2 * max_step
+    assert branch.result in (ebm.RESULTS.successful, ebm.RESULTS.step_too_small)
+
+
 def test_periodic_continuation_refusals():
     with pytest.raises(ValueError, match="`parameter` must be a scalar parameter"):
         ebm.periodic_continuation(PARAMS, "G", stop=1.0, model=MODEL)

@@ -9,9 +9,9 @@ In the unknowns $y = (T, \mu)$ and the inner product $\langle\cdot,\cdot\rangle$
     where $J$ is not, and the last row keeps the direction of travel;
 2. predicts $y + h\,t$ and corrects with Newton's method (`optimistix.Newton`) on
     $F(y) = 0$, $\langle t, y - y_{\rm pred}\rangle = 0$;
-3. accepts the point if the corrector converged and the tangent turned by less than
-    `max_turn`, adapting $h$ to keep the turn near `target_turn`; otherwise halves
-    $h$ and tries again.
+3. accepts the point if the corrector converged, moved it by less than $h$ and the
+    tangent turned by less than `max_turn`, adapting $h$ to keep the turn near
+    `target_turn`; otherwise halves $h$ and tries again.
 
 A point past a bound of the parameter is replaced by the branch's point on the
 bound, and the walk ends there. The walk is one `jax.lax.while_loop` over arrays of
@@ -173,7 +173,11 @@ def _predict_and_correct(problem: Problem, settings: WalkSettings, y, t, h):
     )
     new_t = problem.tangent(new_y, t)
     turn = jnp.arccos(jnp.clip(row @ new_t, -1.0, 1.0))
-    accept = converged & (turn <= settings.max_turn)
+    # A corrector that moved further than the step has left the branch for
+    # another piece of it (across a feature shorter than the step, whose tangent
+    # may be parallel to this one): the step is halved instead.
+    moved = problem.norm(new_y - prediction)
+    accept = converged & (turn <= settings.max_turn) & (moved <= h)
     return new_y, new_t, turn, accept
 
 
