@@ -29,6 +29,10 @@ VARIANTS = {
     "no sea-ice thermodynamics": {"thermodynamics": False, "S1": None},
     "neither": {"thermodynamics": False, "S1": 0.0},
 }
+# Without a seasonal cycle the walk, past its first fold, follows the ice cap's
+# strongly unstable states (Floquet multipliers of 10^3 a year and more, with the
+# default switches) in steps near `min_step`: a few hundred points show it.
+SHORT_WALK = 300
 
 
 def branch_rows(branch, model):
@@ -57,11 +61,17 @@ def loop_widths(folds):
 
 
 def run_variant(variant, n, args):
+    import jax.numpy as jnp
+
     import ebm
 
     model = ebm.SeaIceModel(n, thermodynamics=variant["thermodynamics"])
     values = {} if variant["S1"] is None else {"S1": variant["S1"]}
     params = model.Params(F=args.high, **values)
+    # The walk starts from the ice-free climate: open water at 20 degC everywhere
+    # (the model's own start, with ice poleward of 56 degrees, can fall into the
+    # snowball without thermodynamics).
+    warm = {"E": jnp.full(n, 20.0) * params.cw}
     start = time.perf_counter()
     branch = ebm.periodic_continuation(
         params,
@@ -69,10 +79,11 @@ def run_variant(variant, n, args):
         stop=args.low,
         bounds=(args.low, args.high),
         model=model,
+        start=warm,
         steps_per_year=args.steps_per_year,
         parameter_scale=args.parameter_scale,
         max_step=args.max_step,
-        max_points=args.max_points,
+        max_points=args.max_points if variant["S1"] is None else SHORT_WALK,
         throw=False,
         progress=True,
     )
@@ -101,8 +112,8 @@ def main():
     parser.add_argument("--low", type=float, default=-5.0)
     parser.add_argument("--high", type=float, default=15.0)
     parser.add_argument("--parameter-scale", type=float, default=0.4)
-    parser.add_argument("--max-step", type=float, default=5.0)
-    parser.add_argument("--max-points", type=int, default=400)
+    parser.add_argument("--max-step", type=float, default=0.25)
+    parser.add_argument("--max-points", type=int, default=3000)
     parser.add_argument("--variants", nargs="*", default=list(VARIANTS))
     args = parser.parse_args()
 

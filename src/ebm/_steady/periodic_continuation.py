@@ -37,6 +37,7 @@ from .._progress import progress_meter
 from .._results import RESULTS, with_result_names
 from .continuation.arguments import _as_arrays, _check_bounds, _check_range
 from .continuation.problem import AbstractBranchProblem
+from .continuation.results import stability_segments
 from .continuation.walk import NO_START, WalkSettings, walk_branch
 from .periodic_models import PeriodicState
 from .periodic_sweep import _start_of, check_scalar_parameter, leading_multiplier
@@ -118,10 +119,7 @@ class PeriodicBranch(eqx.Module):
 
     def segments(self) -> list[slice]:
         """Slices of consecutive points with the same stability."""
-        stable = np.asarray(self.stable)
-        cuts = np.flatnonzero(stable[1:] != stable[:-1]) + 1
-        bounds = [0, *cuts.tolist(), stable.size]
-        return [slice(a, b) for a, b in zip(bounds[:-1], bounds[1:])]
+        return stability_segments(self.stable)
 
 
 CYCLE_BLOCK = 16

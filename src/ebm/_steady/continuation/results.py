@@ -85,7 +85,12 @@ class Branch(eqx.Module):
 
     def segments(self) -> list[slice]:
         """Slices of consecutive points with the same stability."""
-        stable = np.asarray(self.stable)
-        cuts = np.flatnonzero(stable[1:] != stable[:-1]) + 1
-        bounds = [0, *cuts.tolist(), stable.size]
-        return [slice(a, b) for a, b in zip(bounds[:-1], bounds[1:])]
+        return stability_segments(self.stable)
+
+
+def stability_segments(stable) -> list[slice]:
+    """Slices of consecutive entries of `stable` with the same value."""
+    stable = np.asarray(stable)
+    cuts = np.flatnonzero(stable[1:] != stable[:-1]) + 1
+    bounds = [0, *cuts.tolist(), stable.size]
+    return [slice(a, b) for a, b in zip(bounds[:-1], bounds[1:])]
