@@ -47,6 +47,34 @@ def test_gradient_under_every_adjoint_matches_the_exact_solutions(adjoint):
         assert np.isclose(getattr(derivative, name), expected, rtol=rtol), name
 
 
+@pytest.mark.parametrize("solver", [None, "exact"])
+def test_the_co2_experiments_hold_the_control_before_time_zero(solver):
+    # A run from 10 years before the experiment: nothing happens until time 0, and
+    # from there it is the run that starts at 0.
+    ts = jnp.asarray([-10.0, -0.5, 0.0, 30.0])
+    for scenario in (ebm.AbruptCO2(4.0), ebm.OnePercentCO2()):
+        model = ebm.TwoLayerModel(forcing=scenario)
+        before = ebm.integrate(
+            PARAMS,
+            model=model,
+            years=YEARS,
+            t0=-10.0,
+            saveat=diffrax.SaveAt(ts=ts),
+            solver=solver,
+        )
+        np.testing.assert_array_equal(before.Ts[:3], 0.0)
+        from_zero = ebm.integrate(PARAMS, model=model, years=30.0, solver=solver)
+        np.testing.assert_allclose(before.Ts[-1], from_zero.T, rtol=1e-7)
+        assert float(scenario(-1.0, PARAMS)) == 0.0
+    # The steady state of the control, held before the experiment.
+    control = ebm.equilibrium(PARAMS, model=TWO, t=-1.0)
+    np.testing.assert_array_equal(control.state["T"], 0.0)
+    with pytest.raises(ValueError, match="`t0` must be a finite number"):
+        ebm.integrate(PARAMS, model=TWO, years=YEARS, t0=float("nan"))
+    with pytest.raises(ValueError, match="the zonal model's runs start at 0"):
+        ebm.integrate(ebm.Params(), years=1.0, t0=-1.0)
+
+
 def test_heat_content_changes_by_the_integrated_toa_imbalance():
     # Energy conservation, with efficacy != 1 and in three layers.
     for model in (TWO, ebm.NLayerModel(3)):

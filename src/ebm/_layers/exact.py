@@ -9,8 +9,9 @@ $D^{-1} A D = Q \Lambda Q^\top$, whose eigenvalues are real and distinct (a Jaco
 matrix's).
 
 Between two knots $t_k < t_{k+1}$ (the run's ends, the saved times and the
-forcing's `kinks`, where its slope may change) the forcing is
-$F(t) = F_k + s_k (t - t_k)$, and each mode $z = V^{-1} y$,
+forcing's `kinks`, where it or its slope may jump) the forcing is
+$F(t) = F_k + s_k (t - t_k)$, from its values at $t_k$ and at the interval's
+midpoint (so that a jump at a knot belongs to the interval after it), and each mode $z = V^{-1} y$,
 $\dot z_i = \lambda_i z_i + \beta_i F$ with $\beta = V^{-1} b$, is solved exactly
 over a step $h$ (with $x = \lambda_i h$):
 
@@ -93,9 +94,13 @@ def exact_states(model, params, y0, t0, t1, save_ts, outputs=None):
         parts.append(jnp.asarray(kinks, dtype=float))
     knots = jnp.sort(jnp.clip(jnp.concatenate(parts), t0, t1))
     h = jnp.diff(knots)
-    forcing = jax.vmap(lambda t: model.forcing(t, params))(knots)
+    # Each interval's forcing from its start and its midpoint: linear between them,
+    # and right of a jump at the start (an abrupt experiment's, at time 0).
+    forcing = jax.vmap(lambda t: model.forcing(t, params))
+    first = forcing(knots[:-1])
     positive = h > 0
-    slope = jnp.where(positive, jnp.diff(forcing) / jnp.where(positive, h, 1.0), 0.0)
+    middle = forcing(knots[:-1] + h / 2)
+    slope = jnp.where(positive, 2 * (middle - first) / jnp.where(positive, h, 1.0), 0)
     eigenvalues, v, v_inverse = modes(matrix)
     beta = v_inverse @ b
     rows_v = rows @ v
@@ -110,7 +115,7 @@ def exact_states(model, params, y0, t0, t1, save_ts, outputs=None):
         return (z, integral), jnp.concatenate([v @ z, integral])
 
     start = (v_inverse @ y0, jnp.zeros(rows.shape[0], y0.dtype))
-    _, ys = jax.lax.scan(step, start, (h, forcing[:-1], slope))
+    _, ys = jax.lax.scan(step, start, (h, first, slope))
     ys = jnp.concatenate([jnp.concatenate([y0, start[1]])[None], ys])
     saved = ys[jnp.searchsorted(knots, save_ts)]
     return saved, ys[-1], np.int64(h.shape[0])

@@ -132,6 +132,13 @@ def integrate_model(
         scenario = None  # a model whose time dependence is its own
     if t0 is None:
         t0 = run_start(model)
+    elif not isinstance(t0, jax.core.Tracer):
+        try:
+            finite = np.ndim(t0) == 0 and bool(np.isfinite(float(t0)))
+        except (TypeError, ValueError):
+            finite = False
+        if not finite:
+            raise ValueError(f"`t0` must be a finite number of years, got {t0!r}.")
     # (A traced start is checked where it was given.)
     if scenario is not None and not isinstance(t0, jax.core.Tracer):
         scenario.check_span(float(t0), t0 + years)

@@ -55,15 +55,18 @@ class AbstractScenario(eqx.Module):
 
     @property
     def kinks(self) -> Float[Array, " kinks"] | None:
-        """Times where the forcing's slope jumps, years, for the step-size
-        controller to step to (`diffrax.PIDController(jump_ts=...)`): an adaptive
-        step across one is accurate in the state but not in its derivatives."""
+        """Times where the forcing or its slope jumps, years, for the step-size
+        controller to step to (`diffrax.PIDController(jump_ts=...)`) and the exact
+        solver to solve between: an adaptive step across one is accurate in the
+        state but not in its derivatives. The forcing is continuous from the right
+        at each."""
         return None
 
 
 class AbruptCO2(AbstractScenario):
     r"""CO2 multiplied by `factor` at time 0 and held: `abrupt-4xCO2` with the default
-    `factor=4`. $F = F_{2x} \log_2(\text{factor})$ for every $t \ge 0$.
+    `factor=4`. $F = F_{2x} \log_2(\text{factor})$ for every $t \ge 0$, and 0 (the
+    pre-industrial control) before.
 
     **Arguments:**
 
@@ -82,14 +85,18 @@ class AbruptCO2(AbstractScenario):
             )
 
     def __call__(self, t, params) -> Scalar:
-        del t
-        return params.F2x * jnp.log2(self.factor)
+        return jnp.where(t < 0, 0.0, params.F2x * jnp.log2(self.factor))
+
+    @property
+    def kinks(self) -> Float[Array, " kinks"]:
+        return jnp.zeros(1)
 
 
 class OnePercentCO2(AbstractScenario):
     r"""CO2 rising by `rate` (1 %) a year, compounded: the `1pctCO2` experiment,
     $C / C_0 = (1 + \text{rate})^t$, so $F = F_{2x}\, t \log_2(1 + \text{rate})$
-    (doubling at year 69.7, quadrupling at 139.3 for 1 %).
+    (doubling at year 69.7, quadrupling at 139.3 for 1 %); before time 0, the
+    pre-industrial control, $F = 0$.
 
     **Arguments:**
 
@@ -105,7 +112,11 @@ class OnePercentCO2(AbstractScenario):
             raise ValueError(f"`rate` must be a positive number, got {self.rate!r}.")
 
     def __call__(self, t, params) -> Scalar:
-        return params.F2x * t * jnp.log2(1.0 + self.rate)
+        return params.F2x * jnp.maximum(t, 0.0) * jnp.log2(1.0 + self.rate)
+
+    @property
+    def kinks(self) -> Float[Array, " kinks"]:
+        return jnp.zeros(1)
 
 
 class ForcingSeries(AbstractScenario):

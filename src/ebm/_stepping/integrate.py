@@ -147,6 +147,7 @@ def integrate(
     max_steps: int | None = None,
     throw: bool = True,
     progress: bool | diffrax.AbstractProgressMeter = False,
+    t0=None,
 ) -> Trajectory:
     """Integrate the model for `years` from `T0`.
 
@@ -197,10 +198,15 @@ def integrate(
         `TqdmProgressMeter`, percent of `years` done), or any
         `diffrax.AbstractProgressMeter`, used as given (`diffrax.TextProgressMeter()`
         prints percentages to stdout).
+    - `t0`: for a model of the protocol, the time the run starts, years on its
+        forcing's clock (default the forcing's start: 0 for `ebm.AbruptCO2` and
+        `ebm.OnePercentCO2`, the first time of a series); `t0=-50` runs 50 years
+        of the pre-industrial control before a CO2 experiment. The zonal model's
+        runs start at 0.
 
     **Returns:**
 
-    An `ebm.Trajectory`.
+    An `ebm.Trajectory` (an `ebm.Run` for a model of the protocol).
 
     **Raises:**
 
@@ -226,6 +232,12 @@ def integrate(
             max_steps=max_steps,
             throw=throw,
             progress=progress,
+            t0=t0,
+        )
+    if t0 is not None:
+        raise ValueError(
+            "`t0` starts a run of a model with a forcing scenario on its clock; the "
+            f"zonal model's runs start at 0 (got t0={t0!r})."
         )
     model = resolve_model(model, grid)
     params = check_params(params)
