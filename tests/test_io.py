@@ -359,6 +359,14 @@ def test_an_asymmetric_equilibrium_labels_both_edges_and_bad_arguments_are_named
     equilibrium, _ = results["equilibrium"]
     with pytest.raises(TypeError, match="`params` must be the ebm parameters"):
         ebm.to_dataset(equilibrium, params={"D": 1.0})
+    # Another model's parameters would describe another model in the file.
+    layers = ebm.TwoLayerModel().Params()
+    with pytest.raises(TypeError, match="TwoLayerParams, not the zonal model's"):
+        ebm.to_dataset(equilibrium, layers)
+    with pytest.raises(TypeError, match="not the parameters of `model`"):
+        ebm.to_dataset(equilibrium, layers, model=ebm.EnergyBalanceModel(grid=grid))
+    with pytest.raises(TypeError, match="they lack C_deep, F2x, efficacy, gamma"):
+        ebm.to_dataset(equilibrium, PARAMS, model=ebm.DeepOceanModel())
     with pytest.raises(IsADirectoryError, match="is a directory"):
         ebm.load(tmp_path)
 

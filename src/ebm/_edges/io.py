@@ -110,6 +110,7 @@ def to_dataset(result, params: Params | None = None, *, model=None):
             "`params` must be the ebm parameters the result was computed with "
             f"(ebm.Params or model.Params), got {type(params).__name__}."
         )
+    check_params_fit(result, params, model)
     if isinstance(result, FitResult):
         params = result.params
     if isinstance(result, Ensemble | FitResult):
@@ -166,6 +167,36 @@ def to_dataset(result, params: Params | None = None, *, model=None):
         attrs=attributes,
     )
     return dataset
+
+
+def check_params_fit(result, params, model) -> None:
+    """Refuse parameters that are not those of `model`, or (without a model) not a
+    zonal model's for a result only the zonal model gives: written as the file's
+    attributes, they would describe another model."""
+    from .._steady.equilibrium import Equilibrium
+    from .._steady.seasonal import SeasonalCycle
+    from .._stepping.integrate import Trajectory
+
+    if params is None:
+        return
+    if model is not None:
+        missing = sorted(set(model.Params.field_names()) - set(params.field_names()))
+        if missing:
+            raise TypeError(
+                f"`params` are {type(params).__name__}, not the parameters of "
+                f"`model` ({type(model).__name__}, whose parameters are "
+                f"{model.Params.__name__}: they lack {', '.join(missing[:4])}"
+                f"{', ...' if len(missing) > 4 else ''}). Pass the parameters the "
+                "result was computed with."
+            )
+    elif isinstance(result, Equilibrium | Trajectory | SeasonalCycle) and not (
+        isinstance(params, Params)
+    ):
+        raise TypeError(
+            f"`params` are {type(params).__name__}, not the zonal model's parameters "
+            f"(ebm.Params or a zonal model's `model.Params`), which an "
+            f"{type(result).__name__} was computed with."
+        )
 
 
 def save(result, path, params: Params | None = None, *, model=None) -> pathlib.Path:
