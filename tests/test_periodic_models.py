@@ -122,3 +122,35 @@ def test_a_periodic_state_is_plotted_per_variable_through_the_year(cycle, tmp_pa
     titles = [ax.get_title() for ax in figure.axes if ax.get_title()]
     assert titles == [v.long_name for v in cycle.variables]
     assert (tmp_path / "cycle.png").stat().st_size > 10_000
+
+
+def test_the_command_line_gives_the_librarys_periodic_state_of_a_deep_ocean(
+    cycle, capsys, tmp_path
+):
+    import json
+
+    from ebm._cli.main import main
+
+    argv = ["seasonal", "--model", "zonal-deep-ocean", "--n-lat", "6", "--json"]
+    argv += ["--steps-per-year", str(STEPS), "--C-deep", "10", "--co2-factor", "2"]
+    argv += ["--plot", str(tmp_path / "d.png"), "--netcdf", str(tmp_path / "d.nc")]
+    assert main(argv) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["model"] == "zonal-deep-ocean" and report["params"]["C_deep"] == 10
+    assert report["residual_K"] < 1e-9
+    assert report["annual_global_mean_degC"] == pytest.approx(
+        float(cycle.annual_global_mean), abs=1e-10
+    )
+    deep = DEEP.surface.grid.global_mean(cycle.states["T_deep"])
+    assert report["annual_global_mean_deep_degC"] == pytest.approx(
+        float(np.mean(deep)), abs=1e-10
+    )
+    assert 0 < report["amplitude_deep_K_north_pole"] < report["amplitude_K_north_pole"]
+    saved = ebm.load(tmp_path / "d.nc")
+    np.testing.assert_allclose(
+        saved["T_deep"].values, cycle.states["T_deep"], atol=1e-10
+    )
+    assert (tmp_path / "d.png").stat().st_size > 10_000
+    # The deep ocean's parameters are refused for the zonal model alone.
+    assert main(["seasonal", "--n-lat", "6", "--gamma", "1"]) == 2
+    assert "`--gamma` is a parameter of the deep ocean" in capsys.readouterr().err

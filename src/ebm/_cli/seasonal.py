@@ -1,13 +1,17 @@
-"""`ebm seasonal`: the seasonal cycle (periodic steady state); Hovmoller plot."""
+"""`ebm seasonal`: the seasonal cycle (periodic steady state) of the zonal model, or
+of the zonal model over a deep ocean; Hovmoller plot."""
 
 from . import common
 
 
 NAME = "seasonal"
 
+MODELS = ("zonal", "zonal-deep-ocean")
+
 
 def add_parser(subparsers) -> None:
     """`ebm seasonal` and its flags, on `subparsers`."""
+    from .._layers.deep_ocean import _DEEP
     from .._physics.insolation.daily import DailyInsolation
     from .._stepping.steppers.names import STEPPERS
 
@@ -16,8 +20,19 @@ def add_parser(subparsers) -> None:
         help="the seasonal cycle (periodic steady state)",
         description=(
             "The periodic steady state of the model with daily insolation, by "
-            "Newton-Krylov shooting; print its diagnostics and plot it."
+            "Newton-Krylov shooting; print its diagnostics and plot it. With "
+            "--model zonal-deep-ocean, every cell exchanges heat with a deep ocean "
+            "beneath it, under CO2 held at --co2-factor times pre-industrial."
         ),
+    )
+    parser.add_argument("--model", choices=MODELS, default="zonal", help="(zonal)")
+    parser.add_argument(
+        "--co2-factor",
+        type=float,
+        default=None,
+        metavar="X",
+        help="CO2 over its pre-industrial value, held (the zonal-deep-ocean "
+        "model's forcing, F2x log2 X; 1)",
     )
     parser.add_argument(
         "--steps-per-year", type=int, default=365, help="equal steps, >= 4 (365)"
@@ -39,10 +54,25 @@ def add_parser(subparsers) -> None:
     common.add_max_steps(parser, "Newton step limit of the shooting (32)")
     common.add_progress(parser, "Newton steps, out of --max-steps")
     common.add_common(parser, "seasonal_cycle.png", insolation=DailyInsolation)
+    group = parser.add_argument_group("parameters of the deep ocean (zonal-deep-ocean)")
+    common.add_declared_parameters(
+        group, {p.name: (p, ("zonal-deep-ocean",)) for p in _DEEP}
+    )
 
 
 def run(arguments) -> dict:
     """The cycle's diagnostics, and its plot."""
+    from .._layers.deep_ocean import _DEEP
+
+    deep = [p.name for p in _DEEP if getattr(arguments, p.name) is not None]
+    if arguments.model == "zonal-deep-ocean":
+        return _run_deep_ocean(arguments)
+    if deep or arguments.co2_factor is not None:
+        flag = f"--{(deep or ['co2_factor'])[0].replace('_', '-')}"
+        raise ValueError(
+            f"`{flag}` is a parameter of the deep ocean: it needs --model "
+            "zonal-deep-ocean."
+        )
     from .._steady.seasonal import periodic_equilibrium
 
     model, params = common.setup(arguments)
@@ -86,3 +116,66 @@ def run(arguments) -> dict:
         plot_seasonal_cycle(cycle, params=params, path=path)
 
     return common.finish(report, cycle, params, arguments, plot)
+
+
+def _run_deep_ocean(arguments) -> dict:
+    """The zonal model over a deep ocean: its periodic state's diagnostics, each
+    variable's Hovmoller plot."""
+    import numpy as np
+
+    from .._layers.deep_ocean import DeepOceanModel
+    from .._layers.scenarios import AbruptCO2
+    from .._steady.seasonal import periodic_equilibrium
+
+    surface, surface_params = common.setup(arguments)
+    factor = 1.0 if arguments.co2_factor is None else arguments.co2_factor
+    if not 0 < factor < float("inf"):
+        raise ValueError(f"`--co2-factor` must be a positive number, got {factor}.")
+    model = DeepOceanModel(surface=surface, forcing=AbruptCO2(factor))
+    params = common.make_params(arguments, model.Params)
+    params = model.Params(
+        **{
+            name: getattr(surface_params, name) for name in surface.Params.field_names()
+        },
+        **{
+            name: getattr(params, name)
+            for name in model.Params.field_names()
+            if name not in surface.Params.field_names()
+        },
+    )
+    cycle = periodic_equilibrium(
+        params,
+        model=model,
+        steps_per_year=arguments.steps_per_year,
+        stepper=arguments.stepper,
+        error_tolerance=arguments.error_tolerance,
+        progress=common.progress(arguments),
+        **common.limits(arguments),
+    )
+    deep = cycle.states["T_deep"]
+    report = {
+        "model": arguments.model,
+        "n_lat": surface.grid.n_lat,
+        "terms": common.term_names(arguments),
+        "co2_factor": factor,
+        "steps_per_year": arguments.steps_per_year,
+        "stepper": arguments.stepper,
+        "step_error_K": float(cycle.step_error),
+        "params": common.floats(params),
+        "newton_steps": int(cycle.num_steps),
+        "residual_K": float(cycle.residual),
+        "annual_global_mean_degC": float(cycle.annual_global_mean),
+        "annual_global_mean_deep_degC": float(np.mean(surface.grid.global_mean(deep))),
+        # Half the range over the year, as `ebm.SeasonalCycle.amplitude`.
+        "amplitude_K_north_pole": float(np.ptp(cycle.T[:, -1]) / 2),
+        "amplitude_deep_K_north_pole": float(np.ptp(deep[:, -1]) / 2),
+    }
+
+    def plot(path):
+        from .._edges.plot_run import plot_run
+
+        plot_run(
+            cycle, path=path, title=f"zonal model over a deep ocean, {factor:g} x CO2"
+        )
+
+    return common.finish(report, cycle, params, arguments, plot, model)
