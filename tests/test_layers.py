@@ -32,7 +32,9 @@ def test_abrupt_run_matches_the_matrix_exponential():
     assert run.variables[1].name == "T_deep" and run.variables[1].units == "K"
 
 
-@pytest.mark.parametrize("adjoint", ["recursive", "direct", "backsolve", "forward"])
+@pytest.mark.parametrize(
+    "adjoint", ["recursive", "direct", "backsolve", "forward", "interpolating"]
+)
 def test_gradient_under_every_adjoint_matches_the_exact_solutions(adjoint):
     exact = jax.grad(lambda p: abrupt_exact(TWO, p, YEARS)[0])(PARAMS)
     if adjoint == "forward":
@@ -40,7 +42,9 @@ def test_gradient_under_every_adjoint_matches_the_exact_solutions(adjoint):
     else:
         derivative = jax.grad(lambda p: _surface(p, adjoint))(PARAMS)
     # Backsolve differentiates the continuous equations: its backward solve is
-    # accurate to the controller's tolerance, not exact for the discrete run.
+    # accurate to the controller's tolerance, not exact for the discrete run. (So
+    # does the interpolating adjoint, on the state's leaves raveled into one
+    # vector, but against the forward run's checkpoints.)
     rtol = 1e-4 if adjoint == "backsolve" else 1e-6
     for name in PARAMS.field_names():
         expected = getattr(exact, name)

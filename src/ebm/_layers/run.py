@@ -203,13 +203,22 @@ def _integrate_model(
     max_steps,
     throw,
 ) -> Run:
+    from .._stepping.interpolating import InterpolatingAdjoint
+    from .._stepping.steppers.flat import FlatModel
+
+    if isinstance(adjoint, InterpolatingAdjoint):
+        # The continuous adjoint runs on one vector: the state's leaves, raveled.
+        flat = FlatModel.around(model, y0, 0.0)
+        field, y_start = flat, flat.flatten(y0)
+    else:
+        flat, field, y_start = None, model, y0
     solution = diffrax.diffeqsolve(
-        diffrax.ODETerm(model),
+        diffrax.ODETerm(field),
         solver,
         t0=t0,
         t1=t0 + years,
         dt0=dt0,
-        y0=y0,
+        y0=y_start,
         args=params,
         saveat=saveat,
         stepsize_controller=stepsize_controller,
@@ -218,7 +227,8 @@ def _integrate_model(
         throw=False,
     )
     result = RESULTS.promote(solution.result)
-    final = jax.tree.map(lambda y: y[-1], solution.ys)
+    ys = solution.ys if flat is None else jax.vmap(flat.unflatten)(solution.ys)
+    final = jax.tree.map(lambda y: y[-1], ys)
     state = state_arrays(model, final)
     t1 = solution.ts[-1]
     T = model.temperature(t1, final, params)
@@ -227,7 +237,7 @@ def _integrate_model(
         ts, states, Ts = None, None, None
     else:
         ts = solution.ts[:-1]
-        saved = jax.tree.map(lambda y: y[:-1], solution.ys)
+        saved = jax.tree.map(lambda y: y[:-1], ys)
         states = state_arrays(model, saved)
         Ts = jax.vmap(lambda t, y: model.temperature(t, y, params))(ts, saved)
     if not throw:
