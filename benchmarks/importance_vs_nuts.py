@@ -47,37 +47,20 @@ def main():
 
     import ebm
 
-    examples = pathlib.Path(__file__).parents[1] / "examples"
-    import importlib.util
-
-    spec = importlib.util.spec_from_file_location(
-        "historical_calibration", examples / "historical_calibration.py"
-    )
-    calibration = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(calibration)
-    priors, noise_prior = calibration.PRIORS, ebm.LogNormal(0.1, 0.5)
-
+    priors, noise_prior = ebm.historical_priors(), ebm.LogNormal(0.1, 0.5)
     model = ebm.TwoLayerModel(forcing=ebm.HistoricalForcing())
     params = model.Params(F2x=3.93)
-    times, observed = ebm.observed_warming(1850, 2019)
 
     began = time.perf_counter()
-    draws = ebm.posterior(
+    draws = ebm.calibrate_historical(
         params,
-        {"global_mean": observed},
+        model=model,
         priors=priors,
         noise=noise_prior,
-        through="trajectory",
-        times=times,
-        model=model,
-        solver="exact",
-        noise_correlation=calibration.CORRELATION,
-        anomaly_reference=calibration.REFERENCE,
         num_chains=args.chains,
         num_warmup=args.warmup,
         num_samples=args.samples,
-        derived=("ecs", "tcr"),
-        seed=1,
+        max_doublings=10,
     )
     nuts_seconds = time.perf_counter() - began
     names = (*priors, "ecs", "tcr")

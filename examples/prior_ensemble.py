@@ -27,11 +27,11 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-# The same priors, and AR6's ranges, as the NUTS calibration's.
-from historical_calibration import AR6, PRIORS  # a sibling script
-
 import ebm
 
+
+# The same priors, and AR6's ranges, as the NUTS calibration's.
+AR6, PRIORS = ebm.AR6_RANGES, ebm.historical_priors()
 
 WARMING_SIGMA = (1.20 - 0.95) / (2 * 1.645)  # K
 

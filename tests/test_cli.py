@@ -85,7 +85,14 @@ MODEL_SUBCOMMANDS = [
 ]
 # In `ebm --help`'s order; `transient` solves the global ocean-layer models, `seaice`
 # the sea-ice model.
-SUBCOMMANDS = [*MODEL_SUBCOMMANDS[:-1], "transient", "seaice", "memory", "cache"]
+SUBCOMMANDS = [
+    *MODEL_SUBCOMMANDS[:-1],
+    "transient",
+    "calibrate",
+    "seaice",
+    "memory",
+    "cache",
+]
 
 
 @pytest.mark.parametrize("command", SUBCOMMANDS)
@@ -101,6 +108,8 @@ def test_every_subcommand_has_help(capsys, command):
         assert "--netcdf" in out and "--feedback X" in out and "--kappa3 X" in out
     elif command == "seaice":
         assert "--netcdf" in out and "--enthalpy-width X" in out
+    elif command == "calibrate":
+        assert "--netcdf" in out and "--noise-correlation RHO" in out
     else:
         assert "--clear" in out
 

@@ -195,3 +195,39 @@ def test_bad_time_structure_is_refused_by_name(arguments, match):
             model=HISTORICAL,
             **settings,
         )
+
+
+def test_the_command_calibrates_against_the_observed_warming(capsys, tmp_path):
+    import json
+
+    from ebm._cli.main import main
+
+    # The example's short chains (its --fast settings): the same programs.
+    argv = ["calibrate", "--chains", "2", "--warmup", "20", "--samples", "20"]
+    argv += ["--max-doublings", "5", "--no-progress", "--json"]
+    argv += ["--plot", str(tmp_path / "c.png"), "--netcdf", str(tmp_path / "c.nc")]
+    assert main(argv) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["years"] == [1850, 2019] and report["params"]["F2x"] == 3.93
+    assert set(report["posterior"]) == {
+        *ebm.historical_priors(),
+        "noise_global_mean",
+        "ecs",
+        "tcr",
+    }
+    for name, values in report["posterior"].items():
+        assert np.all(np.isfinite(values)) and values == sorted(values), name
+    assert report["ar6_ranges_K"]["tcr"]["likely"] == [1.4, 2.2]
+    saved = ebm.load(tmp_path / "c.nc")
+    assert saved["ecs"].dims == ("chain", "draw") and saved["ecs"].shape == (2, 20)
+    # ECS = F2x / feedback for every draw (the efficacy acts only in transients).
+    np.testing.assert_allclose(saved["ecs"], 3.93 / saved["feedback"], rtol=1e-10)
+    assert np.quantile(saved["tcr"], 0.5) == pytest.approx(
+        report["posterior"]["tcr"][2]
+    )
+    assert (tmp_path / "c.png").stat().st_size > 10_000
+    # Bad input is named before any sampling.
+    assert main(["calibrate", "--end", "2020", "--no-plot"]) == 2
+    assert "`end` must be at most 2019" in capsys.readouterr().err
+    with pytest.raises(ValueError, match="driven by ebm.HistoricalForcing"):
+        ebm.calibrate_historical(model=ebm.TwoLayerModel())

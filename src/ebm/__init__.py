@@ -69,9 +69,16 @@ from ._edges.plot import (
     plot_sensitivity as plot_sensitivity,
     plot_trajectory as plot_trajectory,
 )
+from ._edges.plot_calibration import plot_calibration as plot_calibration
 from ._edges.plot_run import plot_run as plot_run
 from ._edges.plot_seaice import plot_sea_ice as plot_sea_ice
 from ._layers.base import AbstractLayerModel as AbstractLayerModel
+from ._layers.calibration import (
+    AR6_RANGES as AR6_RANGES,
+    calibrate_historical as calibrate_historical,
+    historical_priors as historical_priors,
+    predictive_warming as predictive_warming,
+)
 from ._layers.deep_ocean import DeepOceanModel as DeepOceanModel
 from ._layers.historical import (
     HistoricalForcing as HistoricalForcing,

@@ -9,11 +9,15 @@
     equilibrium at `--truth` values); plots the fit.
 - `ebm sensitivity`: the forward-mode Jacobian of an output; plots the profiles.
 - `ebm hysteresis`: the branch of equilibria in a parameter, with its folds.
-- `ebm seasonal`: the seasonal cycle (periodic steady state); Hovmoller plot.
+- `ebm seasonal`: the seasonal cycle (periodic steady state) of the zonal model,
+    or (`--model zonal-deep-ocean`) of the zonal model over a deep ocean; Hovmoller
+    plot.
 - `ebm transient`: an ocean-layer model (`--model two-layer`/`three-layer`/
     `zonal-deep-ocean`) under a CMIP experiment (`--scenario 1pctCO2`); its ECS,
     TCR, effective sensitivity and the gradient of TCR (and the zonal model's polar
     amplification); plots each variable against time.
+- `ebm calibrate`: the two-layer model calibrated against the observed warming by
+    NUTS; ECS and TCR beside AR6's ranges; plots the posterior predictive warming.
 - `ebm seaice`: Wagner & Eisenman's (2015) sea-ice model's seasonal cycle: its ice
     edge, polar ice and the gradient of the summer ice edge; plots temperature, ice
     thickness and ice edge through the year.
@@ -52,6 +56,7 @@ from collections.abc import Sequence
 
 from . import (
     cache,
+    calibrate,
     equilibrium,
     fit,
     hysteresis,
@@ -75,6 +80,7 @@ COMMANDS = {
         hysteresis,
         seasonal,
         transient,
+        calibrate,
         seaice,
         memory,
         cache,

@@ -11,9 +11,9 @@ matrix's).
 Between two knots $t_k < t_{k+1}$ (the run's ends, the saved times and the
 forcing's `kinks`, where it or its slope may jump) the forcing is
 $F(t) = F_k + s_k (t - t_k)$, from its values at $t_k$ and at the interval's
-midpoint (so that a jump at a knot belongs to the interval after it), and each mode $z = V^{-1} y$,
-$\dot z_i = \lambda_i z_i + \beta_i F$ with $\beta = V^{-1} b$, is solved exactly
-over a step $h$ (with $x = \lambda_i h$):
+midpoint (so that a jump at a knot belongs to the interval after it), and each
+mode $z = V^{-1} y$, $\dot z_i = \lambda_i z_i + \beta_i F$ with
+$\beta = V^{-1} b$, is solved exactly over a step $h$ (with $x = \lambda_i h$):
 
 $$z_i(t_k + h) = e^{x} z_i + \beta_i\left(F_k h\,\varphi_1(x) + s_k h^2\varphi_2(x)
 \right),$$

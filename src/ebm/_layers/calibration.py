@@ -1,0 +1,165 @@
+r"""Calibration of a global ocean-layer model against the observed warming.
+
+The bundled observations (`ebm.observed_warming`: the IPCC AR6 assessed global mean
+surface temperature, K above 1850-1900) are compared with the model's global-mean
+surface temperature under the AR6 historical forcing (`ebm.HistoricalForcing`,
+whose aerosol part is scaled by `aerosol_scale`), both taken as anomalies from
+their own 1850-1900 mean. The residuals are internal variability: an AR(1) process
+from year to year, $r_t = \rho\, r_{t-1} + \sigma \varepsilon_t$, with $\rho$ held
+(0.5 by default, the lag-1 autocorrelation of annual global-mean temperature's
+departures from the forced response) and $\sigma$ sampled. NUTS samples the
+parameters and $\sigma$, with the gradient taken through the whole run (solved
+exactly, `solver="exact"`); ECS and TCR are computed for every draw.
+"""
+
+import numpy as np
+
+from .._analysis.priors import LogNormal
+from .historical import HistoricalForcing, observed_warming
+from .two_layer import TwoLayerModel
+
+
+AR6_RANGES = {
+    "ecs": {"likely": (2.5, 4.0), "very likely": (2.0, 5.0), "best": 3.0},
+    "tcr": {"likely": (1.4, 2.2), "very likely": (1.2, 2.4), "best": 1.8},
+}
+"""The IPCC AR6 assessed ranges of ECS and TCR, K (Forster et al. 2021, Table 7.13;
+the SPM's likely and very likely ranges and best estimates)."""
+
+REFERENCE = (1850.0, 1901.0)
+"""The reference period of the anomalies: the mid-years 1850.5 to 1900.5."""
+
+
+def historical_priors() -> dict:
+    """The two-layer model's default priors for a historical calibration: broad
+    log-normals (median, log standard deviation 0.5; 0.3 for the efficacy) around
+    the values of Geoffroy et al. (2013)'s CMIP5 mean, and around 1 for the scale of
+    the aerosol forcing."""
+    return {
+        "feedback": LogNormal(1.3, 0.5),
+        "gamma": LogNormal(0.7, 0.5),
+        "C": LogNormal(8.0, 0.5),
+        "C_deep": LogNormal(100.0, 0.5),
+        "efficacy": LogNormal(1.2, 0.3),
+        "aerosol_scale": LogNormal(1.0, 0.5),
+    }
+
+
+def calibrate_historical(
+    params=None,
+    *,
+    model=None,
+    start: int = 1850,
+    end: int = 2019,
+    priors=None,
+    noise=None,
+    noise_correlation: float = 0.5,
+    num_chains: int = 4,
+    num_warmup: int = 400,
+    num_samples: int = 400,
+    max_doublings: int = 8,
+    seed: int = 1,
+    progress=False,
+):
+    """The posterior of a global layer model's parameters given the observed
+    warming from `start` to `end` (see the module docstring).
+
+    **Arguments:**
+
+    - `params`: the values of the parameters not sampled (default
+        `model.Params(F2x=3.93)`, AR6's forcing of doubled CO2, so that ECS =
+        3.93 / feedback).
+    - `model`: a global layer model driven by `ebm.HistoricalForcing()` (default
+        `ebm.TwoLayerModel(forcing=ebm.HistoricalForcing())`).
+    - `start`, `end`: the observed years (within 1850-2019, the forcing's span).
+    - `priors`: `{name: prior}` (default `ebm.historical_priors()`, the two-layer
+        model's).
+    - `noise`: the prior of the innovations' standard deviation, K (default
+        `ebm.LogNormal(0.1, 0.5)`).
+    - `noise_correlation`, `num_chains`, `num_warmup`, `num_samples`,
+        `max_doublings`, `seed`, `progress`: as for `ebm.posterior`.
+
+    **Returns:**
+
+    An `ebm.Posterior` with `"ecs"` and `"tcr"` derived for every draw.
+
+    **Raises:**
+
+    - `ValueError`: for a model not driven by `ebm.HistoricalForcing`, years
+        outside the observations or the forcing, and as `ebm.posterior`.
+    """
+    from .._analysis.posterior import posterior
+
+    model = TwoLayerModel(forcing=HistoricalForcing()) if model is None else model
+    if not isinstance(getattr(model, "forcing", None), HistoricalForcing):
+        raise ValueError(
+            "`model` must be a global layer model driven by ebm.HistoricalForcing() "
+            f"(e.g. ebm.TwoLayerModel(forcing=ebm.HistoricalForcing())), got "
+            f"{model!r}."
+        )
+    if end > 2019:
+        raise ValueError(
+            f"`end` must be at most 2019, the last year of the forcing, got {end!r}."
+        )
+    params = model.Params(F2x=3.93) if params is None else params
+    times, observed = observed_warming(start, end)
+    return posterior(
+        params,
+        {"global_mean": observed},
+        priors=historical_priors() if priors is None else priors,
+        noise=LogNormal(0.1, 0.5) if noise is None else noise,
+        through="trajectory",
+        times=times,
+        model=model,
+        solver="exact",
+        noise_correlation=noise_correlation,
+        anomaly_reference=REFERENCE,
+        num_chains=num_chains,
+        num_warmup=num_warmup,
+        num_samples=num_samples,
+        max_doublings=max_doublings,
+        derived=("ecs", "tcr"),
+        seed=seed,
+        progress=progress,
+    )
+
+
+def predictive_warming(draws, times, count: int = 200) -> np.ndarray:
+    """The simulated warming (K above its own 1850-1900 mean) at `times` of `count`
+    draws of a posterior from `calibrate_historical`, evenly spaced through the
+    chains: shape `(count, len(times))`."""
+    import diffrax
+    import jax
+    import jax.numpy as jnp
+
+    from .._stepping.integrate import integrate
+
+    log_posterior = draws.log_posterior
+    model, params = log_posterior.problem.model, log_posterior.params
+    flat = {n: np.asarray(draws[n]).ravel() for n in log_posterior.parameters}
+    total = next(iter(flat.values())).size
+    pick = np.linspace(0, total - 1, min(count, total)).astype(int)
+    times = np.asarray(times, dtype=float)
+    reference = (times >= REFERENCE[0]) & (times <= REFERENCE[1])
+    batch = type(params)(
+        **{
+            n: jnp.asarray(flat[n][pick])
+            if n in flat
+            else jnp.broadcast_to(
+                getattr(params, n), (pick.size, *jnp.shape(getattr(params, n)))
+            )
+            for n in params.field_names()
+        }
+    )
+
+    def warming(p):
+        run = integrate(
+            p,
+            model=model,
+            years=float(times[-1]) - model.forcing.start,
+            saveat=diffrax.SaveAt(ts=jnp.asarray(times)),
+            solver="exact",
+        )
+        return run.Ts - jnp.mean(run.Ts[reference])
+
+    return np.asarray(jax.jit(jax.vmap(warming))(batch))
