@@ -73,18 +73,8 @@ def run(arguments) -> dict:
             f"`{flag}` is a parameter of the deep ocean: it needs --model "
             "zonal-deep-ocean."
         )
-    from .._steady.seasonal import periodic_equilibrium
-
     model, params = common.setup(arguments)
-    cycle = periodic_equilibrium(
-        params,
-        model=model,
-        steps_per_year=arguments.steps_per_year,
-        stepper=arguments.stepper,
-        error_tolerance=arguments.error_tolerance,
-        progress=common.progress(arguments),
-        **common.limits(arguments),
-    )
+    cycle = _periodic_state(arguments, params, model)
     report = {
         "n_lat": model.grid.n_lat,
         "terms": common.term_names(arguments),
@@ -125,7 +115,6 @@ def _run_deep_ocean(arguments) -> dict:
 
     from .._layers.deep_ocean import DeepOceanModel
     from .._layers.scenarios import AbruptCO2
-    from .._steady.seasonal import periodic_equilibrium
 
     surface, surface_params = common.setup(arguments)
     factor = 1.0 if arguments.co2_factor is None else arguments.co2_factor
@@ -143,15 +132,7 @@ def _run_deep_ocean(arguments) -> dict:
             if name not in surface.Params.field_names()
         },
     )
-    cycle = periodic_equilibrium(
-        params,
-        model=model,
-        steps_per_year=arguments.steps_per_year,
-        stepper=arguments.stepper,
-        error_tolerance=arguments.error_tolerance,
-        progress=common.progress(arguments),
-        **common.limits(arguments),
-    )
+    cycle = _periodic_state(arguments, params, model)
     deep = cycle.states["T_deep"]
     report = {
         "model": arguments.model,
@@ -179,3 +160,18 @@ def _run_deep_ocean(arguments) -> dict:
         )
 
     return common.finish(report, cycle, params, arguments, plot, model)
+
+
+def _periodic_state(arguments, params, model):
+    """`ebm.periodic_equilibrium` with the year's and the shooting's flags."""
+    from .._steady.seasonal import periodic_equilibrium
+
+    return periodic_equilibrium(
+        params,
+        model=model,
+        steps_per_year=arguments.steps_per_year,
+        stepper=arguments.stepper,
+        error_tolerance=arguments.error_tolerance,
+        progress=common.progress(arguments),
+        **common.limits(arguments),
+    )
