@@ -39,12 +39,9 @@ def main():
     args = parser.parse_args()
     jax.config.update("jax_enable_x64", True)
 
+    fast = dict(num_chains=2, num_warmup=20, num_samples=20, max_doublings=5)
     draws = ebm.calibrate_historical(
-        noise_correlation=CORRELATION,
-        num_chains=2 if args.fast else 4,
-        num_warmup=20 if args.fast else 400,
-        num_samples=20 if args.fast else 400,
-        max_doublings=5 if args.fast else 8,
+        noise_correlation=CORRELATION, **(fast if args.fast else {})
     )
     print(draws.summary())
     print()

@@ -31,9 +31,9 @@ def add_parser(subparsers) -> None:
         "--end", type=int, default=2019, help="last observed year, <= 2019 (2019)"
     )
     parser.add_argument("--chains", type=int, default=4, help="chains (4)")
-    parser.add_argument("--warmup", type=int, default=400, help="warm-up steps (400)")
+    parser.add_argument("--warmup", type=int, default=500, help="warm-up steps (500)")
     parser.add_argument(
-        "--samples", type=int, default=400, help="draws per chain (400)"
+        "--samples", type=int, default=1000, help="draws per chain (1000)"
     )
     parser.add_argument(
         "--max-doublings",
