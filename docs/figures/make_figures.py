@@ -370,6 +370,19 @@ def ensemble_throughput(path):
 
 
 @figure(
+    "Simulation-based calibration of NUTS on the historical problem: the rank of "
+    "each true value among the posterior's draws, over replications from the "
+    "priors; uniform when the sampler is calibrated.",
+    _from("sbc_historical"),
+)
+def sbc_historical(path):
+    saved = _saved("sbc_historical")
+    _benchmark("sbc_historical").plot(
+        saved["ranks"], saved["uniformity"], saved["settings"], path
+    )
+
+
+@figure(
     "One simulated year from the present-day profile: seconds and memory against "
     "the number of cells, by solver.",
     _from("high_resolution"),
