@@ -39,7 +39,6 @@ def main() -> None:
     parser.add_argument("--max-doublings", type=int, default=6)
     arguments = parser.parse_args()
     sys.path.insert(0, str(pathlib.Path(__file__).parent))
-    import diffrax
     import jax
     import jax.numpy as jnp
     import numpy as np
@@ -54,18 +53,10 @@ def main() -> None:
     noise_prior = ebm.LogNormal(0.1, 0.5)
     rho = 0.5
     times, _ = ebm.observed_warming(1850, 2019)
-    reference = times < 1901
 
     @jax.jit
     def simulate(p):
-        run = ebm.integrate(
-            p,
-            model=model,
-            years=float(times[-1]) - model.forcing.start,
-            saveat=diffrax.SaveAt(ts=jnp.asarray(times)),
-            solver="exact",
-        )
-        return run.Ts - jnp.mean(run.Ts[reference]), ebm.tcr(p, model)
+        return ebm.historical_warming(p, model, times), ebm.tcr(p, model)
 
     rng = np.random.default_rng(0)
     names = (*priors, "noise_global_mean", "ecs", "tcr")

@@ -231,3 +231,23 @@ def test_the_command_calibrates_against_the_observed_warming(capsys, tmp_path):
     assert "`end` must be at most 2019" in capsys.readouterr().err
     with pytest.raises(ValueError, match="driven by ebm.HistoricalForcing"):
         ebm.calibrate_historical(model=ebm.TwoLayerModel())
+
+
+def test_the_historical_warming_is_the_run_above_its_own_1850_1900_mean():
+    params = HISTORICAL.Params(F2x=3.93)
+    times, _ = ebm.observed_warming(1850, 2019)
+    warming = ebm.historical_warming(params)
+    assert warming.shape == times.shape
+    assert abs(float(jnp.mean(warming[times < 1901]))) < 1e-12
+    run = ebm.integrate(
+        params,
+        model=HISTORICAL,
+        years=2019.5 - 1750.5,
+        saveat=diffrax.SaveAt(ts=jnp.asarray(times)),
+        solver="exact",
+    )
+    np.testing.assert_allclose(
+        warming[-1] - warming[0], run.Ts[-1] - run.Ts[0], rtol=1e-12
+    )
+    with pytest.raises(ValueError, match="some within 1850-1901"):
+        ebm.historical_warming(params, times=np.arange(1950.5, 2000.0))

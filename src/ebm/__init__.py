@@ -77,6 +77,7 @@ from ._layers.calibration import (
     AR6_RANGES as AR6_RANGES,
     calibrate_historical as calibrate_historical,
     historical_priors as historical_priors,
+    historical_warming as historical_warming,
     predictive_warming as predictive_warming,
 )
 from ._layers.deep_ocean import DeepOceanModel as DeepOceanModel

@@ -146,11 +146,8 @@ def predictive_warming(draws, times, count: int = 200) -> np.ndarray:
     """The simulated warming (K above its own 1850-1900 mean) at `times` of `count`
     draws of a posterior from `calibrate_historical`, evenly spaced through the
     chains: shape `(count, len(times))`."""
-    import diffrax
     import jax
     import jax.numpy as jnp
-
-    from .._stepping.integrate import integrate
 
     log_posterior = draws.log_posterior
     model, params = log_posterior.problem.model, log_posterior.params
@@ -158,7 +155,6 @@ def predictive_warming(draws, times, count: int = 200) -> np.ndarray:
     total = next(iter(flat.values())).size
     pick = np.linspace(0, total - 1, min(count, total)).astype(int)
     times = np.asarray(times, dtype=float)
-    reference = (times >= REFERENCE[0]) & (times <= REFERENCE[1])
     batch = type(params)(
         **{
             n: jnp.asarray(flat[n][pick])
@@ -170,14 +166,43 @@ def predictive_warming(draws, times, count: int = 200) -> np.ndarray:
         }
     )
 
-    def warming(p):
-        run = integrate(
-            p,
-            model=model,
-            years=float(times[-1]) - model.forcing.start,
-            saveat=diffrax.SaveAt(ts=jnp.asarray(times)),
-            solver="exact",
-        )
-        return run.Ts - jnp.mean(run.Ts[reference])
+    return np.asarray(
+        jax.jit(jax.vmap(lambda p: historical_warming(p, model, times)))(batch)
+    )
 
-    return np.asarray(jax.jit(jax.vmap(warming))(batch))
+
+def historical_warming(params, model=None, times=None):
+    """The warming of a global layer model's historical run at `times` (years;
+    default the observed years, `ebm.observed_warming(1850, 2019)[0]`), K above its
+    own mean over 1850-1900 (the observed times within it), the run solved exactly
+    from the forcing's start: what `ebm.calibrate_historical` compares with the
+    observations. Differentiable, and `jax.vmap`-able over `params`.
+
+    **Arguments:**
+
+    - `params`: the model's parameters.
+    - `model`: a global layer model driven by `ebm.HistoricalForcing()` (default
+        `ebm.TwoLayerModel(forcing=ebm.HistoricalForcing())`).
+    - `times`: increasing times within the forcing's span, some within 1850-1900.
+    """
+    import diffrax
+    import jax.numpy as jnp
+
+    from .._stepping.integrate import integrate
+
+    model = TwoLayerModel(forcing=HistoricalForcing()) if model is None else model
+    times = observed_warming(1850, 2019)[0] if times is None else np.asarray(times)
+    reference = (times >= REFERENCE[0]) & (times <= REFERENCE[1])
+    if not reference.any():
+        raise ValueError(
+            f"`times` must include some within {REFERENCE[0]:g}-{REFERENCE[1]:g}, the "
+            "reference period of the warming."
+        )
+    run = integrate(
+        params,
+        model=model,
+        years=float(times[-1]) - model.forcing.start,
+        saveat=diffrax.SaveAt(ts=jnp.asarray(times, dtype=float)),
+        solver="exact",
+    )
+    return run.Ts - jnp.mean(run.Ts[reference])
