@@ -107,9 +107,8 @@ def exact_states(model, params, y0, t0, t1, save_ts, outputs=None):
     beta = v_inverse @ b
     rows_v = rows @ v
 
-    # Every interval's phi functions at once, vectorised; the scan over the
-    # intervals is then one multiply-add per mode (the phi functions inside it made
-    # each step ten times as long).
+    # Every interval's phi functions at once, vectorised, so that the scan over the
+    # intervals is one multiply-add per mode.
     phi0, phi1, phi2, phi3 = _phis(eigenvalues[None, :] * h[:, None])
     h_, f, s = h[:, None], first[:, None], slope[:, None]
     beta_ = beta[None, :]

@@ -31,9 +31,6 @@ from jaxtyping import Array, Float, PyTree
 from .._custom_types import Scalar
 
 
-UNROLL = 1
-
-
 @jax.custom_batching.custom_vmap
 def _gtsv(lower, diagonal, upper, vector):
     """LAPACK's gtsv for one system (bands as `jax.lax.linalg.tridiagonal_solve`)."""
@@ -43,82 +40,19 @@ def _gtsv(lower, diagonal, upper, vector):
 
 
 @_gtsv.def_vmap
-def _gtsv_batched(axis_size, in_batched, *args):
+def _gtsv_one_at_a_time(axis_size, in_batched, *args):
     # jaxlib's batched CPU tridiagonal solve splits its batch over XLA's intra-op
     # threads and waits for them; two such solves running at once, each from one of
     # those threads (as the independent solves of a batched while loop do), wait on
     # each other for ever once the batch is large enough to split (jaxlib 0.10:
     # `jax.jit(jax.vmap(ebm.equilibrium))` over 1,000 values of `S0` across the
-    # snowball fold hung with idle cores). One LAPACK call per system (`lax.map`)
-    # avoids that but pays a loop iteration per system. So a batch is solved by
-    # gtsv's own elimination written as a scan over the rows, each step a vector
-    # operation across the batch.
+    # snowball fold hung with idle cores).
+    # So a batch is solved one system after another, each exactly as alone.
     args = [
         arg if batched else jnp.broadcast_to(arg, (axis_size, *arg.shape))
         for arg, batched in zip(args, in_batched)
     ]
-    return _gtsv_rows(*args), True
-
-
-def _gtsv_rows(lower, diagonal, upper, vector):
-    """LAPACK's dgtsv (Gaussian elimination with partial pivoting between adjacent
-    rows, one right-hand side) for a batch of systems `(batch, n)`, as two scans
-    over the rows; the same eliminations as gtsv, row by row."""
-    lower, diagonal, upper, vector = (
-        jnp.moveaxis(x, -1, 0) for x in (lower, diagonal, upper, vector)
-    )
-    n = diagonal.shape[0]
-    if n == 1:
-        return jnp.moveaxis(vector / diagonal, 0, -1)
-    zero = jnp.zeros_like(diagonal[0])
-
-    def eliminate(row, below):
-        # `row`: row i after the eliminations above it (diagonal, superdiagonal,
-        # right-hand side); `below`: row i + 1 as given.
-        d, du, b = row
-        dl, d_next, du_next, b_next = below
-        swap = jnp.abs(d) < jnp.abs(dl)
-        # No interchange: row i + 1 -= (dl / d) row i.
-        fact = dl / jnp.where(swap, 1.0, d)
-        kept = (d, du, zero, b), (d_next - fact * du, du_next, b_next - fact * b)
-        # Interchange rows i and i + 1, then eliminate (fill-in on the second
-        # superdiagonal).
-        fact = d / jnp.where(swap, dl, 1.0)
-        swapped = (
-            (dl, d_next, du_next, b_next),
-            (
-                du - fact * d_next,
-                -fact * du_next,
-                b - fact * b_next,
-            ),
-        )
-        out, carry = jax.tree.map(lambda a, c: jnp.where(swap, c, a), kept, swapped)
-        return carry, out
-
-    below = (
-        lower[1:],
-        diagonal[1:],
-        jnp.concatenate([upper[1:-1], zero[None]]),
-        vector[1:],
-    )
-    last, (d, du, du2, b) = jax.lax.scan(
-        eliminate, (diagonal[0], upper[0], vector[0]), below, unroll=UNROLL
-    )
-    d = jnp.concatenate([d, last[0][None]])
-    du = jnp.concatenate([du, zero[None]])
-    du2 = jnp.concatenate([du2, zero[None]])
-    b = jnp.concatenate([b, last[2][None]])
-
-    def substitute(following, row):
-        x1, x2 = following
-        d, du, du2, b = row
-        x = (b - du * x1 - du2 * x2) / d
-        return (x, x1), x
-
-    _, x = jax.lax.scan(
-        substitute, (zero, zero), (d, du, du2, b), reverse=True, unroll=UNROLL
-    )
-    return jnp.moveaxis(x, 0, -1)
+    return jax.lax.map(lambda one: _gtsv(*one), args), True
 
 
 class TridiagonalMatrix(eqx.Module):
@@ -192,10 +126,7 @@ class TridiagonalMatrix(eqx.Module):
 
         couplings = jnp.concatenate([jnp.zeros(1, off_squared.dtype), off_squared])
         _, positive = jax.lax.scan(
-            pivot,
-            jnp.array(jnp.inf, self.diagonal.dtype),
-            (self.diagonal, couplings),
-            unroll=UNROLL,
+            pivot, jnp.array(jnp.inf, self.diagonal.dtype), (self.diagonal, couplings)
         )
         return jnp.sum(positive)
 
