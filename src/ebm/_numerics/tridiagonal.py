@@ -118,17 +118,17 @@ class TridiagonalMatrix(eqx.Module):
         off_squared = self._symmetrised_off_diagonal() ** 2
         tiny = jnp.finfo(self.diagonal.dtype).tiny
 
-        def pivot(previous, entry):
+        def pivot(carry, entry):
+            previous, count = carry
             diagonal, coupling = entry
             current = diagonal - x - coupling / previous
             current = jnp.where(current == 0, tiny, current)
-            return current, current > 0
+            return (current, count + (current > 0).astype(count.dtype)), None
 
         couplings = jnp.concatenate([jnp.zeros(1, off_squared.dtype), off_squared])
-        _, positive = jax.lax.scan(
-            pivot, jnp.array(jnp.inf, self.diagonal.dtype), (self.diagonal, couplings)
-        )
-        return jnp.sum(positive)
+        start = (jnp.array(jnp.inf, self.diagonal.dtype), jnp.array(0))
+        (_, count), _ = jax.lax.scan(pivot, start, (self.diagonal, couplings))
+        return count
 
     def leading_eigenvalue_bound(self, iterations: int = 12) -> Scalar:
         """An upper bound on the largest eigenvalue if it is positive, else zero.
@@ -143,21 +143,24 @@ class TridiagonalMatrix(eqx.Module):
         """
         _, gershgorin = self._gershgorin_bounds()
 
-        def bisect():
-            def halve(_, bracket):
-                low, high = bracket
-                middle = jnp.sqrt(low * high)
-                above = self.count_eigenvalues_above(middle) > 0
-                return jnp.where(above, middle, low), jnp.where(above, high, middle)
+        def needed(state):
+            iteration, _ = state
+            return any_positive & (iteration < iterations)
 
-            # `high` stays an upper bound (no eigenvalue above it) throughout.
-            start = (gershgorin * 2.0**-40, gershgorin)
-            return jax.lax.fori_loop(0, iterations, halve, start)[1]
+        def halve(state):
+            iteration, (low, high) = state
+            middle = jnp.sqrt(low * high)
+            above = self.count_eigenvalues_above(middle) > 0
+            bracket = jnp.where(above, middle, low), jnp.where(above, high, middle)
+            return iteration + 1, bracket
 
+        # `high` stays an upper bound (no eigenvalue above it) throughout. A while
+        # loop, not a `cond`: under `vmap` it runs only while some member has a
+        # positive eigenvalue (a `cond` would run both branches for every member).
         any_positive = self.count_eigenvalues_above(0.0) > 0
-        return jax.lax.cond(
-            any_positive, bisect, lambda: jnp.zeros((), self.diagonal.dtype)
-        )
+        start = (gershgorin * 2.0**-40, gershgorin)
+        _, (_, high) = jax.lax.while_loop(needed, halve, (0, start))
+        return jnp.where(any_positive, high, 0.0)
 
     def _eigenvalue(self, index: int, iterations: int = 60) -> Scalar:
         """The `index`-th smallest eigenvalue of the symmetrised matrix, by bisection
@@ -195,11 +198,23 @@ def probe_tridiagonal(
 ) -> TridiagonalMatrix:
     """The tridiagonal part of a linear map, from three matrix-vector products."""
     index = jnp.arange(n)
-    probes = (index[None, :] % 3 == jnp.arange(3)[:, None]).astype(dtype)
-    columns = jax.vmap(matvec)(probes)
-    diagonal = columns[index % 3, index]
-    upper = columns[(index[:-1] + 1) % 3, index[:-1]]
-    lower = columns[index[:-1] % 3, index[:-1] + 1]
+    # probe[k, j]: whether column j is in probe k.
+    probe = index[None, :] % 3 == jnp.arange(3)[:, None]
+    columns = jax.vmap(matvec)(probe.astype(dtype))
+
+    # Row i of product k is the entry of row i in the column that probe k holds
+    # there; masks pick each band out of the three products (a gather would be
+    # several times slower on CPU).
+    def pick(rows, columns_probed):
+        return jnp.where(
+            columns_probed[0],
+            rows[0],
+            jnp.where(columns_probed[1], rows[1], rows[2]),
+        )
+
+    diagonal = pick(columns, probe)
+    upper = pick(columns[:, :-1], probe[:, 1:])
+    lower = pick(columns[:, 1:], probe[:, :-1])
     return TridiagonalMatrix(diagonal, lower, upper)
 
 
