@@ -264,6 +264,91 @@ def test_fine_grid_implicit_solve_is_direct_and_eigenvalues_exact(params):
     assert float(lowest) == pytest.approx(expected[0], rel=1e-12)
 
 
+def _tridiagonal_batch():
+    """Systems of every kind a batch can mix: the shifted Jacobian of a stable state
+    (no pivot needed), an indefinite one whose elimination without pivoting breaks
+    down (a zero pivot) or loses digits (a tiny one), and one with a NaN."""
+    rng = np.random.default_rng(0)
+    n = 12
+    off = rng.uniform(0.5, 1.5, (6, n - 1))
+    diagonal = -(2.5 + rng.uniform(0, 1, (6, n)))
+    lower, upper = off.copy(), off * rng.uniform(0.5, 2.0, (6, n - 1))
+    diagonal[1, 0] = 0.0  # zero first pivot
+    diagonal[2, 0] = 1e-13  # tiny first pivot: huge growth without pivoting
+    diagonal[3] = rng.uniform(-1, 1, n)  # indefinite
+    vector = rng.normal(size=(6, n))
+    vector[4, 3] = np.nan
+    return ebm._numerics.tridiagonal.TridiagonalMatrix(
+        jnp.asarray(diagonal), jnp.asarray(lower), jnp.asarray(upper)
+    ), jnp.asarray(vector)
+
+
+@pytest.mark.parametrize("copies", [1, 11])
+def test_batched_tridiagonal_solve_is_each_systems_solve(copies):
+    # Under vmap a batch of 64 or more is eliminated without pivoting, all at once;
+    # a system that needs pivoting must still get gtsv's answer, and a NaN must not
+    # spread. A smaller batch is gtsv's, one system at a time.
+    from ebm._numerics.tridiagonal import BATCHED_ELIMINATION_MIN, _eliminate
+
+    matrices, vectors = _tridiagonal_batch()
+    bands = jax.vmap(ebm._numerics.tridiagonal.TridiagonalMatrix._bands)(matrices)
+    _, exact = _eliminate(*bands, vectors)
+    assert [bool(exact[i]) for i in (0, 1, 2, 4, 5)] == [True, False, False, True, True]
+
+    def tiled(x):
+        return jnp.concatenate([x] * copies)
+
+    stable = jnp.array([0, 5] * (BATCHED_ELIMINATION_MIN // 2 + 1))
+    batches = [
+        (jax.tree.map(tiled, matrices), tiled(vectors)),
+        (jax.tree.map(lambda x: x[stable], matrices), vectors[stable]),
+    ]
+    one = jax.jit(lambda m, b: m.solve(b))
+    for matrices, vectors in batches:
+        batched = jax.jit(jax.vmap(lambda m, b: m.solve(b)))(matrices, vectors)
+        for i in range(vectors.shape[0]):
+            if not bool(jnp.all(jnp.isfinite(vectors[i]))):
+                assert bool(jnp.all(jnp.isnan(batched[i])))
+                continue
+            matrix = jax.tree.map(lambda x: x[i], matrices)
+            np.testing.assert_allclose(
+                batched[i], one(matrix, vectors[i]), rtol=1e-11, atol=1e-13
+            )
+    # The transposed solve of reverse mode goes the same way.
+    matrices, vectors = batches[0]
+    loss = lambda m, b: jnp.sum(jnp.sin(m.solve(b)))  # noqa: E731
+    cotangents = jax.vmap(jax.grad(loss, argnums=1))(matrices, vectors)
+    for i in (0, 1, 2, 3):
+        matrix = jax.tree.map(lambda x: x[i], matrices)
+        alone = jax.grad(loss, argnums=1)(matrix, vectors[i])
+        np.testing.assert_allclose(cotangents[i], alone, rtol=1e-10, atol=1e-12)
+
+
+def test_vmapped_eigenvalue_bound_is_each_members():
+    # Under vmap the bisection runs while any member has a positive eigenvalue;
+    # members without one get zero, as alone.
+    matrices, _ = _tridiagonal_batch()
+    bound = jax.vmap(lambda m: m.leading_eigenvalue_bound())
+    batched = jax.jit(bound)(matrices)
+    alone = [
+        float(
+            jax.jit(lambda m: m.leading_eigenvalue_bound())(
+                jax.tree.map(lambda x: x[i], matrices)
+            )
+        )
+        for i in range(batched.shape[0])
+    ]
+    np.testing.assert_array_equal(batched, alone)
+    assert alone[0] == 0.0 and alone[3] > 0.0
+    leading = [
+        float(jax.tree.map(lambda x: x[i], matrices).leading_eigenvalue())
+        for i in (1, 2, 3)
+    ]
+    for i, eigenvalue in zip((1, 2, 3), leading):
+        if eigenvalue > 0:
+            assert eigenvalue <= alone[i] <= eigenvalue * 1.01
+
+
 # Next to a fold: the vanished state's ghost slows the dynamics down, not the solve.
 
 _FOLD_GRID = ebm.Grid(360)

@@ -31,6 +31,12 @@ from jaxtyping import Array, Float, PyTree
 from .._custom_types import Scalar
 
 
+# The backward error, in units of the precision's eps, below which a direct solve
+# with the probed tridiagonal counts as exact: rounding in the solve and in the
+# Jacobian-vector product gives a few eps.
+BACKWARD_ERROR_EXACT = 64
+
+
 @jax.custom_batching.custom_vmap
 def _gtsv(lower, diagonal, upper, vector):
     """LAPACK's gtsv for one system (bands as `jax.lax.linalg.tridiagonal_solve`)."""
@@ -39,20 +45,91 @@ def _gtsv(lower, diagonal, upper, vector):
     ]
 
 
+# How much larger than |A| the factors |L| |U| of an elimination without pivoting may
+# be, on the diagonal, for its solution to count as exact (see `_eliminate`).
+_GROWTH = 4
+
+
+def _eliminate(lower, diagonal, upper, vector):
+    r"""Gaussian elimination without pivoting (the Thomas algorithm) for a batch of
+    systems at once (bands as `_gtsv`'s, batched along the first axis): one pass
+    down the rows and one back up, each row's work vectorised across the batch.
+
+    Returns the solutions and whether each is exact: whether its factors satisfy
+    $|L||U| \le 4|A|$ on the diagonal (off it they are equal), which bounds the
+    solution's componentwise backward error by a small multiple of eps (Higham 2002,
+    sec. 9.6). That holds for matrices similar to symmetric definite ones and for
+    diagonally dominant ones, and fails where a pivot is small.
+    """
+
+    def down(previous, row):
+        previous_ratio, previous_rhs = previous
+        lower, diagonal, upper, vector = row
+        pivot = diagonal - lower * previous_ratio
+        ratio = upper / pivot
+        rhs = (vector - lower * previous_rhs) / pivot
+        return (ratio, rhs), (ratio, rhs)
+
+    zero = jnp.zeros_like(vector[:, 0])
+    lower, diagonal, upper, vector = (
+        band.T for band in (lower, diagonal, upper, vector)
+    )
+    _, (ratios, rhs) = jax.lax.scan(
+        down, (zero, zero), (lower, diagonal, upper, vector)
+    )
+
+    def up(following, row):
+        ratio, rhs = row
+        solution = rhs - ratio * following
+        return solution, solution
+
+    _, solution = jax.lax.scan(up, zero, (ratios, rhs), reverse=True)
+
+    # Row i's diagonal entry of |L||U| is |l_i u_{i-1} / m_{i-1}| + |m_i|.
+    eliminated = lower[1:] * ratios[:-1]
+    growth = jnp.abs(eliminated) + jnp.abs(diagonal[1:] - eliminated)
+    exact = jnp.all(growth <= _GROWTH * jnp.abs(diagonal[1:]), axis=0)
+    exact = exact & jnp.all(jnp.isfinite(solution), axis=0)
+    # A system with a NaN or an infinity in it has no better solution by pivoting.
+    given = jnp.sum(jnp.abs(lower) + jnp.abs(diagonal) + jnp.abs(upper), axis=0)
+    exact = exact | ~jnp.isfinite(given + jnp.sum(jnp.abs(vector), axis=0))
+    return solution.T, exact
+
+
+# The smallest batch eliminated all at once (see `_gtsv_batched`).
+BATCHED_ELIMINATION_MIN = 64
+
+
 @_gtsv.def_vmap
-def _gtsv_one_at_a_time(axis_size, in_batched, *args):
-    # jaxlib's batched CPU tridiagonal solve splits its batch over XLA's intra-op
-    # threads and waits for them; two such solves running at once, each from one of
-    # those threads (as the independent solves of a batched while loop do), wait on
-    # each other for ever once the batch is large enough to split (jaxlib 0.10:
+def _gtsv_batched(axis_size, in_batched, *args):
+    # A batch of at least `BATCHED_ELIMINATION_MIN` systems is eliminated without
+    # pivoting, all systems at once, each row's work vectorised across the batch
+    # (several times faster than gtsv one system at a time); the solutions are kept
+    # if every one is exact (as they are for the shifted Jacobians of stable states
+    # and of pseudo-transient steps, similar to symmetric definite matrices), or
+    # else the batch is solved again by gtsv, with pivoting. A smaller batch goes
+    # to gtsv directly: its program compiles faster, and its run time is small
+    # either way.
+    #
+    # gtsv solves one system after another, each exactly as alone: jaxlib's batched
+    # CPU tridiagonal solve splits its batch over XLA's intra-op threads and waits
+    # for them; two such solves running at once, each from one of those threads (as
+    # the independent solves of a batched while loop do), wait on each other for
+    # ever once the batch is large enough to split (jaxlib 0.10:
     # `jax.jit(jax.vmap(ebm.equilibrium))` over 1,000 values of `S0` across the
     # snowball fold hung with idle cores).
-    # So a batch is solved one system after another, each exactly as alone.
     args = [
         arg if batched else jnp.broadcast_to(arg, (axis_size, *arg.shape))
         for arg, batched in zip(args, in_batched)
     ]
-    return jax.lax.map(lambda one: _gtsv(*one), args), True
+
+    def one_at_a_time():
+        return jax.lax.map(lambda one: _gtsv(*one), args)
+
+    if axis_size < BATCHED_ELIMINATION_MIN:
+        return one_at_a_time(), True
+    solution, exact = _eliminate(*args)
+    return jax.lax.cond(jnp.all(exact), lambda: solution, one_at_a_time), True
 
 
 class TridiagonalMatrix(eqx.Module):
@@ -67,8 +144,9 @@ class TridiagonalMatrix(eqx.Module):
         return TridiagonalMatrix(shift - self.diagonal, -self.lower, -self.upper)
 
     def solve(self, vector: Float[Array, " n"]) -> Float[Array, " n"]:
-        """`A^{-1} vector` by Gaussian elimination with partial pivoting (gtsv),
-        one system at a time under `vmap` (see `_gtsv`); differentiable in `A` and
+        """`A^{-1} vector` by Gaussian elimination with partial pivoting (gtsv); under
+        `vmap`, without pivoting for the whole batch at once, and with pivoting for
+        any system that needs it (see `_gtsv_batched`). Differentiable in `A` and
         `vector` (`jax.lax.custom_linear_solve`: its derivatives are solves too)."""
 
         def solve_with(matrix):
@@ -242,12 +320,6 @@ def probe_operator(
     return probe_tridiagonal(
         lx.linearise(operator).mv, structure.shape[0], structure.dtype
     )
-
-
-# The backward error, in units of the precision's eps, below which a direct solve
-# with the probed tridiagonal counts as exact: rounding in the solve and in the
-# Jacobian-vector product gives a few eps.
-BACKWARD_ERROR_EXACT = 64
 
 
 def _backward_error(
