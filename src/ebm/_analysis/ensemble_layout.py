@@ -3,12 +3,10 @@ blocks, asynchronously on every device of this process (see `ebm.ensemble`'s mod
 docstring), and gathered back to every process."""
 
 import collections
-import concurrent.futures
 import dataclasses
 import functools
 import math
 import numbers
-import os
 
 import equinox as eqx
 import jax
@@ -229,26 +227,11 @@ def _num_blocks(dispatched: dict) -> int:
 _IN_FLIGHT = 2
 
 
-def _cores() -> int:
-    """The CPU cores this process may run on."""
-    try:
-        return len(os.sched_getaffinity(0))
-    except AttributeError:  # not on Linux
-        return os.cpu_count() or 1
-
-
 def _finish(member: _Member, dispatched: dict, layout: _Layout, meter: HostProgress):
     """Dispatch every block, `_IN_FLIGHT` at a time on each device (the devices at
     once), and wait for each in turn (retrying one whose gradient raised when it
     ran), telling `meter` as each finishes: each device's outputs as one tree, and
-    member -> why for the members whose gradient raised even on retry.
-
-    A CPU device computes a block in the call that dispatches it, so there blocks
-    are called from a pool of threads, one per core (at least one per device):
-    otherwise one block at a time would keep about one core busy. The first block
-    is computed alone, so that its program is compiled once. Each block is the
-    same program on the same shape either way, so the results do not change.
-    """
+    member -> why for the members whose gradient raised even on retry."""
     raised = {}
     done = 0
     template = None  # a computed block, whose shapes stand in for padding
@@ -258,67 +241,38 @@ def _finish(member: _Member, dispatched: dict, layout: _Layout, meter: HostProgr
         device: collections.deque(enumerate(zip(blocks, calls)))
         for device, (_, blocks, calls) in dispatched.items()
     }
-    on_cpu = all(device.platform == "cpu" for device in dispatched)
-    in_flight = _IN_FLIGHT
-    threads = None
-    if on_cpu and _num_blocks(dispatched) > 1:
-        in_flight = max(1, -(-_cores() // len(dispatched)))
-        threads = concurrent.futures.ThreadPoolExecutor(
-            max(_cores(), len(dispatched)), thread_name_prefix="ebm-ensemble"
-        )
-    compiled = threads is None
-
-    def begin(call):
-        nonlocal compiled
-        if call is None:
-            return None
-        if compiled:
-            return call() if threads is None else threads.submit(call)
-        output, retried = call()
-        try:
-            jax.block_until_ready(output)
-        except _RUNTIME_ERRORS:
-            pass  # retried where it is collected, below
-        compiled = True
-        return output, retried
 
     def launch(device):
-        while queues[device] and len(waiting[device]) < in_flight:
+        while queues[device] and len(waiting[device]) < _IN_FLIGHT:
             index, (block, call) = queues[device].popleft()
-            waiting[device].append((index, block, begin(call)))
+            waiting[device].append((index, block, None if call is None else call()))
 
-    try:
-        for device in dispatched:
-            launch(device)
-        while any(waiting.values()):
-            for device, (position, _, _) in dispatched.items():
-                if not waiting[device]:
-                    continue
-                index, block, output = waiting[device].popleft()
-                if output is None:
-                    if template is None:  # this process has padding alone
-                        template = eqx.filter_eval_shape(_block, member, block)
-                    zeros = lambda x: jnp.zeros(x.shape, x.dtype, device=device)  # noqa: E731
-                    finished[device].append(jax.tree.map(zeros, template))
-                    launch(device)
-                    continue
-                if isinstance(output, concurrent.futures.Future):
-                    output = output.result()
-                output, retried = output
-                try:
-                    output = jax.block_until_ready(output)
-                except _RUNTIME_ERRORS as error:
-                    output, retried = _retry_or_raise(member, block, error)
-                start = position * layout.shard_size + index * layout.block_size
-                raised.update({start + int(i): why for i, why in retried.items()})
-                finished[device].append(output)
-                done += 1
-                meter.step(done)
-                template = output
+    for device in dispatched:
+        launch(device)
+    while any(waiting.values()):
+        for device, (position, _, _) in dispatched.items():
+            if not waiting[device]:
+                continue
+            index, block, output = waiting[device].popleft()
+            if output is None:
+                if template is None:  # this process has padding alone
+                    template = eqx.filter_eval_shape(_block, member, block)
+                zeros = lambda x: jnp.zeros(x.shape, x.dtype, device=device)  # noqa: E731
+                finished[device].append(jax.tree.map(zeros, template))
                 launch(device)
-    finally:
-        if threads is not None:
-            threads.shutdown(cancel_futures=True)
+                continue
+            output, retried = output
+            try:
+                output = jax.block_until_ready(output)
+            except _RUNTIME_ERRORS as error:
+                output, retried = _retry_or_raise(member, block, error)
+            start = position * layout.shard_size + index * layout.block_size
+            raised.update({start + int(i): why for i, why in retried.items()})
+            finished[device].append(output)
+            done += 1
+            meter.step(done)
+            template = output
+            launch(device)
     outputs = {
         device: jax.tree.map(lambda *xs: jnp.concatenate(xs), *blocks)
         for device, blocks in finished.items()
