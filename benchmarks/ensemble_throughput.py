@@ -11,6 +11,10 @@ machine's cores; on a GPU machine `--platform gpu` uses its devices instead. The
 baseline is a Python loop over members of one jitted equilibrium and gradient.
 `cores_busy` is the process's CPU time over the wall time of a call.
 
+Also the time of each piece of a member (`breakdown` in the JSON): the energy budget,
+its tridiagonal Jacobian, one solve, the eigenvalue bound and the final eigenvalues,
+vmapped over one block.
+
 Writes benchmarks/results/ensemble_throughput.json and .png.
 
 Run: python benchmarks/ensemble_throughput.py [--members 1 10 ...] [--devices 1 2 4]
@@ -134,6 +138,9 @@ def main() -> None:
                 f"cores busy {row['cores_busy']:.2f}  failed {row['failed']}",
                 flush=True,
             )
+    breakdown = pieces(arguments.block_size, arguments.repeats)
+    for name, value in breakdown["microseconds_per_member"].items():
+        print(f"{name:40s} {value:8.2f} us per member", flush=True)
     block_rows = []
     largest = max(arguments.members)
     block_members = min(largest, 4096)
@@ -156,10 +163,85 @@ def main() -> None:
         rows=rows,
         block_sizes=block_rows,
         loop_of_single_calls=loop,
+        breakdown=breakdown,
     )
     path.write_text(json.dumps(record, indent=2))
     print(f"wrote {path}")
     plot(rows, RESULTS / f"{arguments.output}.png", arguments.platform)
+
+
+def pieces(block_size: int, repeats: int) -> dict:
+    """Where a member's time goes: each piece of an equilibrium and its gradient,
+    vmapped over one block of members at the present-day start, in microseconds
+    per member (the minimum over calls after the first), with the pseudo-transient
+    iterations the block takes."""
+    import jax
+    import jax.numpy as jnp
+    import numpy as np
+
+    import ebm
+    from ebm._numerics.tridiagonal import probe_tridiagonal
+
+    members = ebm.sweep(
+        D=np.linspace(0.3, 0.8, block_size), S0=np.linspace(1300.0, 1420.0, block_size)
+    )
+    model = ebm.EnergyBalanceModel()
+    start = jnp.broadcast_to(ebm.present_day_profile(model.grid), (block_size, 60))
+
+    def linearised(params, T):
+        budget, linear = jax.linearize(lambda x: model.energy_budget(x, params), T)
+        return budget, probe_tridiagonal(linear, T.shape[0], T.dtype)
+
+    budget, jacobian = jax.jit(jax.vmap(linearised))(members, start)
+
+    def equilibrium(params):
+        return ebm.equilibrium(params, near_fold=None, throw=False)
+
+    timed = {
+        "energy budget": (lambda p, T: model.energy_budget(T, p), members, start),
+        "sub-grid albedo": (
+            lambda p, T: model.albedo(T, p, model.grid),
+            members,
+            start,
+        ),
+        "budget and its tridiagonal Jacobian": (linearised, members, start),
+        "one tridiagonal solve": (
+            lambda J, b: J.shifted(10.0).solve(b),
+            jacobian,
+            budget,
+        ),
+        "bound on a positive eigenvalue": (
+            lambda J: J.leading_eigenvalue_bound(),
+            jacobian,
+        ),
+        "leading and lowest eigenvalues": (
+            lambda J: (J.leading_eigenvalue(), J.lowest_eigenvalue()),
+            jacobian,
+        ),
+        "equilibrium": (lambda p: equilibrium(p).global_mean, members),
+        "equilibrium and gradient": (
+            jax.value_and_grad(lambda p: equilibrium(p).global_mean),
+            members,
+        ),
+    }
+    microseconds = {}
+    for name, (function, *arguments) in timed.items():
+        compiled = jax.jit(jax.vmap(function))
+        jax.block_until_ready(compiled(*arguments))
+        times = []
+        for _ in range(max(repeats, 30)):
+            start_time = time.perf_counter()
+            jax.block_until_ready(compiled(*arguments))
+            times.append(time.perf_counter() - start_time)
+        microseconds[name] = min(times) / block_size * 1e6
+    steps = np.asarray(jax.jit(jax.vmap(equilibrium))(members).num_steps)
+    return dict(
+        block_size=block_size,
+        microseconds_per_member=microseconds,
+        pseudo_transient_steps=dict(
+            mean=float(steps.mean()), min=int(steps.min()), max=int(steps.max())
+        ),
+    )
 
 
 def plot(rows: list[dict], path: pathlib.Path, platform: str) -> None:
