@@ -76,15 +76,7 @@ def run(arguments) -> dict:
     model, params = common.setup(arguments)
     cycle = _periodic_state(arguments, params, model)
     report = {
-        "n_lat": model.grid.n_lat,
-        "terms": common.term_names(arguments),
-        "steps_per_year": arguments.steps_per_year,
-        "stepper": arguments.stepper,
-        "step_error_K": float(cycle.step_error),
-        "params": common.floats(params),
-        "newton_steps": int(cycle.num_steps),
-        "residual_K": float(cycle.residual),
-        "annual_global_mean_degC": float(cycle.annual_global_mean),
+        **_shooting_report(arguments, model.grid, params, cycle),
         "annual_mean_ice_edge_degN": float(cycle.annual_mean_ice_edge),
         "ice_edge_min_max_degN": [
             float(cycle.ice_edge.min()),
@@ -136,16 +128,8 @@ def _run_deep_ocean(arguments) -> dict:
     deep = cycle.states["T_deep"]
     report = {
         "model": arguments.model,
-        "n_lat": surface.grid.n_lat,
-        "terms": common.term_names(arguments),
+        **_shooting_report(arguments, surface.grid, params, cycle),
         "co2_factor": factor,
-        "steps_per_year": arguments.steps_per_year,
-        "stepper": arguments.stepper,
-        "step_error_K": float(cycle.step_error),
-        "params": common.floats(params),
-        "newton_steps": int(cycle.num_steps),
-        "residual_K": float(cycle.residual),
-        "annual_global_mean_degC": float(cycle.annual_global_mean),
         "annual_global_mean_deep_degC": float(np.mean(surface.grid.global_mean(deep))),
         # Half the range over the year, as `ebm.SeasonalCycle.amplitude`.
         "amplitude_K_north_pole": float(np.ptp(cycle.T[:, -1]) / 2),
@@ -160,6 +144,22 @@ def _run_deep_ocean(arguments) -> dict:
         )
 
     return common.finish(report, cycle, params, arguments, plot, model)
+
+
+def _shooting_report(arguments, grid, params, cycle) -> dict:
+    """What every model's report says: the grid, the terms, the year's steps, the
+    parameters, the shooting's outcome and the annual global mean."""
+    return {
+        "n_lat": grid.n_lat,
+        "terms": common.term_names(arguments),
+        "steps_per_year": arguments.steps_per_year,
+        "stepper": arguments.stepper,
+        "step_error_K": float(cycle.step_error),
+        "params": common.floats(params),
+        "newton_steps": int(cycle.num_steps),
+        "residual_K": float(cycle.residual),
+        "annual_global_mean_degC": float(cycle.annual_global_mean),
+    }
 
 
 def _periodic_state(arguments, params, model):
