@@ -31,12 +31,6 @@ from jaxtyping import Array, Float, PyTree
 from .._custom_types import Scalar
 
 
-# The backward error, in units of the precision's eps, below which a direct solve
-# with the probed tridiagonal counts as exact: rounding in the solve and in the
-# Jacobian-vector product gives a few eps.
-BACKWARD_ERROR_EXACT = 64
-
-
 @jax.custom_batching.custom_vmap
 def _gtsv(lower, diagonal, upper, vector):
     """LAPACK's gtsv for one system (bands as `jax.lax.linalg.tridiagonal_solve`)."""
@@ -320,6 +314,12 @@ def probe_operator(
     return probe_tridiagonal(
         lx.linearise(operator).mv, structure.shape[0], structure.dtype
     )
+
+
+# The backward error, in units of the precision's eps, below which a direct solve
+# with the probed tridiagonal counts as exact: rounding in the solve and in the
+# Jacobian-vector product gives a few eps.
+BACKWARD_ERROR_EXACT = 64
 
 
 def _backward_error(
