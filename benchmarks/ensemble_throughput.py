@@ -52,6 +52,18 @@ def parse() -> argparse.Namespace:
     return parser.parse_args()
 
 
+def members_of(count: int):
+    """`count` members sweeping D over [0.3, 0.8] and S0 over [1300, 1420] W m-2
+    together (imported here: `main` sets the devices before jax is imported)."""
+    import numpy as np
+
+    import ebm
+
+    return ebm.sweep(
+        D=np.linspace(0.3, 0.8, count), S0=np.linspace(1300.0, 1420.0, count)
+    )
+
+
 def main() -> None:
     arguments = parse()
     if arguments.platform == "cpu":
@@ -60,18 +72,12 @@ def main() -> None:
         os.environ["JAX_PLATFORMS"] = "cpu"
     sys.path.insert(0, str(pathlib.Path(__file__).parent))
     import jax
-    import numpy as np
     from _machine import machine
 
     import ebm
 
     available = len(jax.devices())
     devices = [d for d in arguments.devices if d <= available]
-
-    def members_of(count: int) -> ebm.Params:
-        return ebm.sweep(
-            D=np.linspace(0.3, 0.8, count), S0=np.linspace(1300.0, 1420.0, count)
-        )
 
     def measure(count: int, device_count: int, block_size: int) -> dict:
         members = members_of(count)
@@ -182,9 +188,7 @@ def pieces(block_size: int, repeats: int) -> dict:
     import ebm
     from ebm._numerics.tridiagonal import probe_tridiagonal
 
-    members = ebm.sweep(
-        D=np.linspace(0.3, 0.8, block_size), S0=np.linspace(1300.0, 1420.0, block_size)
-    )
+    members = members_of(block_size)
     model = ebm.EnergyBalanceModel()
     start = jnp.broadcast_to(ebm.present_day_profile(model.grid), (block_size, 60))
 
