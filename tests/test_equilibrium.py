@@ -8,7 +8,13 @@ import optimistix as optx
 import pytest
 
 import ebm
-from ebm._numerics.tridiagonal import _backward_error, probe_tridiagonal
+from ebm._numerics.tridiagonal import (
+    BATCHED_ELIMINATION_MIN,
+    TridiagonalMatrix,
+    _backward_error,
+    _eliminate,
+    probe_tridiagonal,
+)
 from helpers import (
     assert_compiles_once,
     assert_gradient_matches_fd,
@@ -278,7 +284,7 @@ def _tridiagonal_batch():
     diagonal[3] = rng.uniform(-1, 1, n)  # indefinite
     vector = rng.normal(size=(6, n))
     vector[4, 3] = np.nan
-    return ebm._numerics.tridiagonal.TridiagonalMatrix(
+    return TridiagonalMatrix(
         jnp.asarray(diagonal), jnp.asarray(lower), jnp.asarray(upper)
     ), jnp.asarray(vector)
 
@@ -288,10 +294,8 @@ def test_batched_tridiagonal_solve_is_each_systems_solve(copies):
     # Under vmap a batch of 64 or more is eliminated without pivoting, all at once;
     # a system that needs pivoting must still get gtsv's answer, and a NaN must not
     # spread. A smaller batch is gtsv's, one system at a time.
-    from ebm._numerics.tridiagonal import BATCHED_ELIMINATION_MIN, _eliminate
-
     matrices, vectors = _tridiagonal_batch()
-    bands = jax.vmap(ebm._numerics.tridiagonal.TridiagonalMatrix._bands)(matrices)
+    bands = jax.vmap(TridiagonalMatrix._bands)(matrices)
     _, exact = _eliminate(*bands, vectors)
     assert [bool(exact[i]) for i in (0, 1, 2, 4, 5)] == [True, False, False, True, True]
 
