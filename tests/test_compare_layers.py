@@ -60,7 +60,8 @@ def test_three_layers_against_fair():
     model = ebm.NLayerModel(3, forcing=ebm.AbruptCO2(4.0))
     params = model.Params(
         **{f"C{k + 1}": c for k, c in enumerate(capacities)},
-        **{f"kappa{k + 1}": c for k, c in enumerate(transfers)},
+        feedback=transfers[0],  # FaIR's kappa1
+        **{f"kappa{k + 1}": c for k, c in enumerate(transfers) if k > 0},
         efficacy=EFFICACY,
         F2x=F4X / 2,
     )

@@ -121,6 +121,10 @@ def test_a_periodic_state_is_plotted_per_variable_through_the_year(cycle, tmp_pa
     # One Hovmoller panel per variable on latitudes, each with its colour bar.
     titles = [ax.get_title() for ax in figure.axes if ax.get_title()]
     assert titles == [v.long_name for v in cycle.variables]
+    # The time of year in days from the start of the model's year (it was "years
+    # from 1 January" here, and "years from the winter solstice" for sea ice).
+    assert figure.axes[0].get_xlabel() == "day of the year (days from 1 January)"
+    assert figure.axes[0].get_xlim()[1] > 300
     assert (tmp_path / "cycle.png").stat().st_size > 10_000
 
 
@@ -154,3 +158,10 @@ def test_the_command_line_gives_the_librarys_periodic_state_of_a_deep_ocean(
     # The deep ocean's parameters are refused for the zonal model alone.
     assert main(["seasonal", "--n-lat", "6", "--gamma", "1"]) == 2
     assert "`--gamma` is a parameter of the deep ocean" in capsys.readouterr().err
+
+
+def test_a_seasonal_deep_ocean_runs_for_years_within_its_default_budget():
+    # Five years take some 6,000 implicit steps here (7,308 on 12 cells): the
+    # budget of 4,096 that the model's time scales gave stopped them.
+    run = ebm.integrate(PARAMS, model=DEEP, years=5.0)
+    assert run.result == ebm.RESULTS.successful and int(run.num_steps) > 4096

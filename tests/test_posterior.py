@@ -111,6 +111,11 @@ def test_log_jacobian_is_the_derivative_of_the_transform(prior, name):
         ({"through": "spin-up"}, "through"),
         ({"derived": ("tcr",)}, "tcr"),
         ({"num_samples": 1}, "num_samples"),
+        # Sampled around 4.4 without a word: the prior has no mass in the range.
+        (
+            {"priors": {"A": ebm.Normal(210.0, 1.0), "B": ebm.Normal(-1.0, 0.1)}},
+            "The prior of `B` has no probability inside its allowed range",
+        ),
     ],
 )
 def test_bad_arguments_are_named(synthetic, change, match):
@@ -181,13 +186,34 @@ def test_the_draws_agree_with_the_laplace_approximation(draws):
     assert abs(sampled - float(laplace)) < 0.1
 
 
-def test_the_draws_as_a_dataset(draws):
+def test_the_draws_as_a_dataset(draws, tmp_path):
     dataset = draws.to_dataset()
     assert dataset["A"].dims == ("chain", "draw")
     assert dataset["B"].attrs["units"] == ebm.Params.declaration("B").units
     assert dataset["ecs"].attrs["units"] == "K"
     assert np.array_equal(dataset["A"].values, np.asarray(draws["A"]))
     assert "divergences" in draws.summary()
+    # The library's file functions take it too (they refused it without a word
+    # of `Posterior.to_dataset`).
+    ebm.save(draws, tmp_path / "draws.nc")
+    assert np.array_equal(ebm.load(tmp_path / "draws.nc")["B"].values, draws["B"])
+    with pytest.raises(ValueError, match="holds its own draws"):
+        ebm.to_dataset(draws, ebm.Params())
+    # Quantiles of a list of levels (jnp refused the list), and bad ones named.
+    quantiles = draws.quantile("A", [0.05, 0.5, 0.95])
+    assert quantiles.shape == (3,) and float(quantiles[0]) < float(quantiles[2])
+    with pytest.raises(ValueError, match=r"`q` must be in \[0, 1\]"):
+        draws.quantile("A", 5)
+    with pytest.raises(KeyError, match="'nope' is not among"):
+        draws["nope"]
+    # Short chains that have not mixed say so.
+    problem = draws.mixing_problem()
+    short = float(min(draws.ess["A"], draws.ess["B"])) < 100 * draws.num_chains
+    assert (problem is not None) == (
+        short or int(draws.divergences) > 0 or max(draws.rhat.values()) > 1.01
+    )
+    if problem is not None:
+        assert "WARNING: the chains have not mixed" in draws.summary()
 
 
 def test_a_transition_that_stops_at_minus_infinity_is_counted_as_failed():

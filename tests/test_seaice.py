@@ -198,6 +198,11 @@ def test_a_sweep_is_the_periodic_states_one_by_one_and_shows_the_snowball_loop()
         model.Params(S1=0.0, F=-6.0), model=model, steps_per_year=STEPS
     )
     np.testing.assert_allclose(cooling.state0["E"][1], one.state0["E"], atol=1e-6)
+    # Its file: every variable along the sweep's points (it crashed in xarray).
+    dataset = ebm.to_dataset(cooling, params)
+    assert dataset["E"].dims == ("point", "time", "x")
+    assert dataset["param_F"].values.tolist() == F.tolist()
+    assert dataset["converged"].values.all() and "param_F" not in dataset.attrs
 
 
 def test_the_forcing_that_removes_the_summer_ice_and_its_gradient():
@@ -229,6 +234,19 @@ def test_the_forcing_that_removes_the_summer_ice_and_its_gradient():
     assert float(gradient.D) == pytest.approx(-f_D / f_F, rel=1e-4)
     assert float(gradient.D) < 0.0
     assert float(gradient.F) == 0.0
+
+    # A bracket without the root: NaN and a failure code, or the error by name
+    # (optimistix's check raised inside the program whatever `throw`).
+    def outside(p, throw):
+        return ebm.ice_free_forcing(
+            p, model=MODEL, bracket=(5.0, 6.0), steps_per_year=STEPS,
+            spinup_years=4, throw=throw,
+        )  # fmt: skip
+
+    value, gradient = jax.value_and_grad(lambda p: outside(p, False))(params)
+    assert np.isnan(value)
+    with pytest.raises(Exception, match="The bracket does not hold a root"):
+        jax.value_and_grad(lambda p: outside(p, True))(params)
 
 
 def test_ice_free_forcing_refusals():
@@ -286,6 +304,10 @@ def test_the_command_line(capsys, tmp_path):
         assert dataset["E"].dims == ("time", "x") and dataset["T"].dims == ("time", "x")
         np.testing.assert_allclose(dataset["x"], MODEL.x)
         assert dataset["x"].attrs["long_name"] == "sine of latitude"
+        # Its year starts at the solstice, which no calendar date of the file's
+        # 365-day calendar from 1 January would say.
+        assert dataset["time"].attrs["units"] == "days"
+        assert "northern winter solstice" in dataset["time"].attrs["long_name"]
     assert main(["seaice", "--ai", "2"]) == 2
     assert "`ai` must be in [0, 1], got 2" in capsys.readouterr().err
 

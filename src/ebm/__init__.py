@@ -70,7 +70,7 @@ from ._edges.plot import (
     plot_trajectory as plot_trajectory,
 )
 from ._edges.plot_calibration import plot_calibration as plot_calibration
-from ._edges.plot_run import plot_run as plot_run
+from ._edges.plot_run import plot_gregory as plot_gregory, plot_run as plot_run
 from ._edges.plot_seaice import plot_sea_ice as plot_sea_ice
 from ._layers.base import AbstractLayerModel as AbstractLayerModel
 from ._layers.calibration import (
@@ -88,6 +88,7 @@ from ._layers.historical import (
 )
 from ._layers.metrics import (
     Gregory as Gregory,
+    RegimeChangeWarning as RegimeChangeWarning,
     ecs as ecs,
     gregory as gregory,
     heat_uptake_efficiency as heat_uptake_efficiency,

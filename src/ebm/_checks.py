@@ -47,3 +47,29 @@ def refuse_if(x, bad, message: str, error: type[Exception] = ValueError):
     if np.any(np.asarray(known)):
         raise error(message)
     return x
+
+
+def as_python_number(value):
+    """`value` as a Python `int` or `float` where it is a NumPy integer or floating
+    scalar (a static field must hold a Python number, or equinox warns of an array
+    set as static); anything else as it is, for the field's check to name."""
+    if isinstance(value, np.integer):
+        return int(value)
+    if isinstance(value, np.floating):
+        return float(value)
+    return value
+
+
+def check_positive_number(name: str, value) -> None:
+    """`value` must be a positive, finite Python real number (not a bool).
+
+    **Raises:**
+
+    - `ValueError`: naming `name` and `value`.
+    """
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, (int, float))
+        or not 0 < value < np.inf
+    ):
+        raise ValueError(f"`{name}` must be a positive number, got {value!r}.")

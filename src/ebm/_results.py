@@ -41,6 +41,19 @@ class RESULTS(diffrax.RESULTS):  # pyright: ignore[reportGeneralTypeIssues]
         "Use the default solver, ebm.PseudoTransientContinuation(), which accepts "
         "only stable roots, or another `start`."
     )
+    invalid_run_length = (
+        "The run's length `years` must be positive and finite, and its start `t0` "
+        "finite (the values were traced, so they were checked in the run)."
+    )
+    saved_times_outside_run = (
+        "The saved times (`saveat=diffrax.SaveAt(ts=...)`) must be increasing and "
+        "within the run, from `t0` to `t0 + years` (the times were traced, so they "
+        "were checked in the run)."
+    )
+    no_root_in_bracket = (
+        "The bracket does not hold a root: the function has the same sign at both "
+        "of its ends, or is not finite there (`bracket`)."
+    )
 
 
 def nan_unless_successful(result: RESULTS, outputs, inputs):

@@ -56,6 +56,12 @@ def _stack(members) -> Params:
             "`members` must be a batched ebm.Params (see ebm.sweep; or a model's "
             "own parameters, `model.Params`) or a non-empty sequence of them."
         )
+    kinds = sorted({type(p).__name__ for p in members})
+    if len(kinds) > 1:
+        raise ValueError(
+            "`members` must all be parameters of one model, of one class, got "
+            f"{', '.join(kinds)}: run one ensemble per model."
+        )
 
     def stack(*values):
         values = [np.asarray(value) for value in values]

@@ -77,8 +77,16 @@ from .nuts import (
     split_rhat,
     warmup,
 )
-from .priors import AbstractPrior
+from .priors import AbstractPrior, allowed_support
 from .sensitivity import hessian, resolve
+
+
+RHAT_LIMIT = 1.01
+"""The largest split R-hat of chains that have mixed (Vehtari et al. 2021)."""
+
+ESS_PER_CHAIN = 100
+"""The smallest bulk effective sample size per chain of chains that have mixed
+(Vehtari et al. 2021: 400 over four chains)."""
 
 
 class Posterior(eqx.Module):
@@ -131,7 +139,12 @@ class Posterior(eqx.Module):
     def __getitem__(self, name: str) -> Array:
         if name in self.draws:
             return self.draws[name]
-        return self.derived[name]
+        if name in self.derived:
+            return self.derived[name]
+        raise KeyError(
+            f"{name!r} is not among the posterior's parameters "
+            f"{tuple(self.draws)} nor its derived quantities {tuple(self.derived)}."
+        )
 
     @property
     def num_chains(self) -> int:
@@ -150,7 +163,15 @@ class Posterior(eqx.Module):
         return jnp.nanstd(self[name].reshape(-1, *self[name].shape[2:]), axis=0)
 
     def quantile(self, name: str, q) -> Array:
-        """Posterior quantiles `q` (in [0, 1])."""
+        """Posterior quantiles `q` (a number or a sequence, in [0, 1]).
+
+        **Raises:**
+
+        - `ValueError`: for a `q` outside [0, 1].
+        """
+        q = jnp.asarray(q, dtype=float)
+        if not bool(jnp.all((q >= 0) & (q <= 1))):
+            raise ValueError(f"`q` must be in [0, 1], got {np.asarray(q)}.")
         return jnp.nanquantile(self[name].reshape(-1, *self[name].shape[2:]), q, axis=0)
 
     def summary(self) -> str:
@@ -176,7 +197,35 @@ class Posterior(eqx.Module):
             f"{self.divergences} divergences, {self.failed} failed proposals, "
             f"acceptance {self.acceptance_rate:.2f}"
         )
+        problem = self.mixing_problem()
+        if problem is not None:
+            lines.append(f"WARNING: {problem}")
         return "\n".join(lines)
+
+    def mixing_problem(self) -> str | None:
+        """Why the chains cannot be trusted yet, or `None`: a split R-hat above
+        `RHAT_LIMIT` or a bulk effective sample size below `ESS_PER_CHAIN` per
+        chain for any sampled parameter (Vehtari et al. 2021's thresholds), or any
+        divergent transition."""
+        reasons = []
+        rhat = max(float(self.rhat[name]) for name in self.names)
+        ess = min(float(self.ess[name]) for name in self.names)
+        if not rhat <= RHAT_LIMIT:
+            reasons.append(f"R-hat {rhat:.3g} > {RHAT_LIMIT}")
+        if not ess >= ESS_PER_CHAIN * self.num_chains:
+            reasons.append(
+                f"effective sample size {ess:.0f} < {ESS_PER_CHAIN} per chain "
+                f"({ESS_PER_CHAIN * self.num_chains})"
+            )
+        if int(self.divergences) > 0:
+            reasons.append(f"{int(self.divergences)} divergent transitions")
+        if not reasons:
+            return None
+        return (
+            "the chains have not mixed (" + "; ".join(reasons) + "): their quantiles "
+            "are not yet the posterior's. Run longer chains (num_warmup, "
+            "num_samples) or more of them."
+        )
 
     def params(self, chain: int, draw: int) -> Params:
         """The `Params` of one draw."""
@@ -452,7 +501,8 @@ def posterior(
         start_T = initial_profile(start, params, model.grid) if zonal else None
         regime = jnp.asarray(False)
     supports = tuple(
-        priors[name].coordinate(container.declaration(name)) for name in names
+        allowed_support(name, priors[name], container.declaration(name))[0]
+        for name in names
     )
     noise_supports = tuple(
         prior.coordinate(

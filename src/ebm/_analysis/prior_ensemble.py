@@ -27,7 +27,7 @@ from jaxtyping import Array, Bool, Float
 
 from .._model.parameters import AbstractParams
 from .ensemble import sweep
-from .priors import AbstractPrior, Uniform
+from .priors import AbstractPrior, Uniform, allowed_support
 
 
 METHODS = ("latin", "random")
@@ -96,19 +96,10 @@ def sample_prior(
             raise ValueError(
                 f"`{name}` is a profile; sample_prior draws scalar parameters."
             )
-        support = prior.coordinate(declaration)
         if isinstance(prior, Uniform):
+            support = prior.coordinate(declaration)
             prior = Uniform(support.lower, support.upper)
-        ends = [
-            float(prior.cdf(end)) if end is not None else default
-            for end, default in ((support.lower, 0.0), (support.upper, 1.0))
-        ]
-        low, high = ends
-        if not high > low:
-            raise ValueError(
-                f"The prior of `{name}` has no probability inside its allowed range "
-                f"({declaration.allowed})."
-            )
+        _, low, high = allowed_support(name, prior, declaration)
         if method == "latin":
             u = (rng.permutation(members) + rng.random(members)) / members
         else:

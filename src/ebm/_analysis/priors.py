@@ -105,6 +105,32 @@ class AbstractPrior(eqx.Module):
         return _intersect(declaration, *self.support())
 
 
+def allowed_support(name: str, prior: AbstractPrior, declaration: Parameter):
+    """`(support, low, high)`: `prior`'s support within the parameter's allowed
+    range (`AbstractPrior.coordinate`), and the prior's cumulative probability at
+    its ends (0 and 1 where open, or where the prior has no `cdf`).
+
+    **Raises:**
+
+    - `ValueError`: for a prior with no probability (to float64's precision) inside
+        the parameter's allowed range, naming it.
+    """
+    support = prior.coordinate(declaration)
+    try:
+        low, high = (
+            float(prior.cdf(end)) if end is not None else default
+            for end, default in ((support.lower, 0.0), (support.upper, 1.0))
+        )
+    except NotImplementedError:
+        return support, 0.0, 1.0
+    if not high > low:
+        raise ValueError(
+            f"The prior of `{name}` has no probability inside its allowed range "
+            f"({declaration.allowed}): {prior!r}."
+        )
+    return support, low, high
+
+
 class Normal(AbstractPrior):
     r"""$\theta \sim \mathcal N(\mu, s^2)$, cut to the parameter's allowed range.
 

@@ -31,7 +31,7 @@ from jaxtyping import Array, Float, PyTree
 from .._custom_types import Scalar
 from .._model.parameters import AbstractParams
 from .._model.protocol import AbstractModel
-from .scenarios import AbruptCO2, AbstractScenario
+from .scenarios import AbruptCO2, AbstractScenario, check_scenario
 
 
 class AbstractLayerModel(AbstractModel):
@@ -42,6 +42,9 @@ class AbstractLayerModel(AbstractModel):
     """
 
     forcing: AbstractScenario = AbruptCO2()
+
+    def __check_init__(self):
+        check_scenario(self.forcing)
 
     @property
     @abc.abstractmethod

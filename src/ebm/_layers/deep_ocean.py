@@ -25,7 +25,12 @@ from .._custom_types import Scalar
 from .._model.model import EnergyBalanceModel
 from .._model.parameters import AbstractParams, params_class
 from .._model.protocol import AbstractModel, Variable
-from .scenarios import AbruptCO2, AbstractScenario, with_scenario_parameters
+from .scenarios import (
+    AbruptCO2,
+    AbstractScenario,
+    check_scenario,
+    with_scenario_parameters,
+)
 from .two_layer import PARAMETERS
 
 
@@ -61,6 +66,15 @@ class DeepOceanModel(AbstractModel):
     # at `import ebm`, before the command line or the tests can set XLA's flags.
     surface: EnergyBalanceModel = eqx.field(default_factory=EnergyBalanceModel)
     forcing: AbstractScenario = AbruptCO2()
+
+    def __check_init__(self):
+        if not isinstance(self.surface, EnergyBalanceModel):
+            raise TypeError(
+                "`surface` must be a zonal model, an ebm.EnergyBalanceModel (any of "
+                "its terms; ebm.seasonal_model(grid) for a seasonal cycle), got "
+                f"{type(self.surface).__name__}."
+            )
+        check_scenario(self.forcing)
 
     @property
     def variables(self) -> tuple[Variable, ...]:
@@ -111,6 +125,11 @@ class DeepOceanModel(AbstractModel):
 
     def global_mean(self, y: PyTree) -> Scalar:
         return self.surface.grid.global_mean(y["T"])
+
+    def ice_edge_latitude(self, t, y: PyTree, params: AbstractParams) -> Scalar:
+        """The surface's northern ice edge, degrees north."""
+        del t
+        return self.surface.ice_edge(y["T"], self.surface_params(params))
 
     def toa_imbalance(self, t, y: PyTree, params: AbstractParams) -> Scalar:
         surface = self.surface.toa_imbalance(t, y["T"], self.surface_params(params))

@@ -142,5 +142,6 @@ class HistoricalForcing(AbstractScenario):
     def kinks(self) -> Float[Array, " kinks"]:
         return self.rest.kinks
 
-    def check_span(self, t0: float, t1) -> None:
-        self.rest.check_span(t0, t1)
+    @property
+    def span(self) -> tuple[float, float] | None:
+        return self.rest.span

@@ -30,6 +30,8 @@ an ensemble member costs microseconds; the others are integrated by diffrax to a
 relative tolerance of 1e-10.
 """
 
+import warnings
+
 import diffrax
 import equinox as eqx
 import jax
@@ -37,10 +39,12 @@ import jax.numpy as jnp
 import numpy as np
 import optimistix as optx
 
+from .._checks import check_count, known_value
 from .._results import RESULTS, raise_if_failed
+from .._stepping.options import MODEL_SOLVERS, resolve_model_solver
 from .base import AbstractLayerModel
 from .exact import exact_states
-from .run import check_model_params, default_max_steps
+from .run import check_model_params, default_max_steps, known_time_scales
 from .scenarios import AbruptCO2, AbstractScenario, OnePercentCO2
 
 
@@ -67,21 +71,56 @@ class _WithIntegrals(eqx.Module):
         return self.model(t, state, params), jnp.stack(rates)
 
 
-def _integrals(model, params, ts, weights=None):
+def _integrals(model, params, ts, weights=None, options=None):
     """As `_integrals_jit`, for `ts` a NumPy array of years (exactly, for a layer
-    model under a piecewise-linear forcing)."""
+    model under a piecewise-linear forcing unless `options` name another solver).
+
+    `options` are the run's `solver`, `stepsize_controller` and `max_steps`, as
+    `ebm.integrate` takes them (each default where missing or `None`)."""
+    options = RunOptions() if options is None else options
     if (
         weights is None
+        and options.solver in (None, "exact")
         and isinstance(model, AbstractLayerModel)
         and model.forcing.piecewise_linear
     ):
-        return _exact_integrals(model, params, jnp.asarray(ts, dtype=float))
-    max_steps = default_max_steps(model, params, float(ts[-1]))
-    return _integrals_jit(model, params, jnp.asarray(ts), max_steps, weights)
+        integrals, result = _exact_integrals(model, params, jnp.asarray(ts, float))
+        return integrals, result, None
+    if options.solver == "exact":
+        raise ValueError(
+            "solver='exact' solves a global layer model under a piecewise-linear "
+            f"forcing; {type(model).__name__} is integrated by diffrax: use "
+            f"solver=None (its default), one of {tuple(MODEL_SOLVERS)} or a "
+            "diffrax solver."
+        )
+    scales = known_time_scales(model, params)
+    solver = resolve_model_solver(options.solver, model, scales, float(ts[-1]))
+    max_steps = options.max_steps
+    if max_steps is None:
+        max_steps = default_max_steps(model, params, float(ts[-1]), solver, scales)
+    else:
+        check_count("max_steps", max_steps, 1)
+    controller = options.stepsize_controller
+    if controller is None:
+        controller = diffrax.PIDController(rtol=1e-10, atol=1e-10)
+    return _integrals_jit(
+        model, params, jnp.asarray(ts), solver, controller, max_steps, weights
+    )
+
+
+class RunOptions(eqx.Module):
+    """How a metric's run is solved (see `ebm.integrate`): `solver` (a name or a
+    diffrax solver; `None` for the model's default, exact for a layer model),
+    `stepsize_controller` (default `PIDController(rtol=1e-10, atol=1e-10)`) and
+    `max_steps` (default from the model's time scales and the run's length)."""
+
+    solver: object = None
+    stepsize_controller: object = None
+    max_steps: int | None = None
 
 
 @eqx.filter_jit
-def _integrals_jit(model, params, ts, max_steps, weights=None):
+def _integrals_jit(model, params, ts, solver, controller, max_steps, weights=None):
     """`(int_0^t T dt, int_0^t N dt)` (and the weighted warming's integral, with
     `weights`) at each of `ts` (years from the start), from the model's initial
     state, and the run's result code."""
@@ -91,21 +130,76 @@ def _integrals_jit(model, params, ts, max_steps, weights=None):
     integrand = _WithIntegrals(model, start, weights, profile)
     solution = diffrax.diffeqsolve(
         diffrax.ODETerm(integrand),
-        # The model's own: an explicit solver on a stiff model (the zonal
-        # transport of `ebm.DeepOceanModel`) would spend its step budget.
-        model.default_solver(),
+        solver,
         t0=0.0,
         t1=ts[-1],
         dt0=None,
         y0=(state, jnp.zeros(2 if weights is None else 3)),
         args=params,
         saveat=diffrax.SaveAt(ts=ts),
-        stepsize_controller=diffrax.PIDController(rtol=1e-10, atol=1e-10),
+        stepsize_controller=controller,
         max_steps=max_steps,
         throw=False,
     )
-    _, integrals = solution.ys
-    return integrals, RESULTS.promote(solution.result)
+    states, integrals = solution.ys
+    # The ice edge at the start and the end (NaN for a model without sea ice).
+    edges = jnp.stack(
+        [
+            _edge(model, 0.0, state, params),
+            _edge(model, ts[-1], jax.tree.map(lambda y: y[-1], states), params),
+        ]
+    )
+    return integrals, RESULTS.promote(solution.result), edges
+
+
+def _edge(model, t, y, params):
+    edge = model.ice_edge_latitude(t, y, params)
+    return jnp.asarray(jnp.nan if edge is None else edge, dtype=float)
+
+
+class RegimeChangeWarning(UserWarning):
+    """A metric's run or steady state ended in another regime of the ice than it
+    started in (the ice cap lost or gained, or a snowball): the metric then
+    measures the jump across a fold of the model's branch of steady states, not
+    the response of one climate."""
+
+
+def _regime(edge: float) -> str:
+    """The ice's regime at the ice edge `edge`, degrees north."""
+    if edge >= 90.0 - 1e-9:
+        return "no ice"
+    if edge <= 1e-9:
+        return "ice to the equator"
+    return "an ice cap"
+
+
+def _described(edge: float) -> str:
+    regime = _regime(edge)
+    return (
+        f"{regime} (edge at {edge:.3g} degrees N)" if regime == "an ice cap" else regime
+    )
+
+
+def warn_on_regime_change(edges, what: str) -> None:
+    """Warn (`RegimeChangeWarning`) where the ice edges `(start, end)` (degrees
+    north, known values; NaN or `None` for a model without sea ice) are in
+    different regimes: no ice, an ice cap, ice to the equator."""
+    values = None if edges is None else known_value(edges)
+    if values is None:
+        return
+    start, end = (float(v) for v in np.asarray(values))
+    if not (np.isfinite(start) and np.isfinite(end)):
+        return
+    if _regime(start) != _regime(end):
+        warnings.warn(
+            f"{what} starts with {_described(start)} and ends with "
+            f"{_described(end)}: "
+            "it crosses a fold of the model's steady states (the ice-albedo "
+            "feedback's jump), so it is not the response of one climate. Look at "
+            "the run (ebm.integrate) or the branch (ebm.continuation).",
+            RegimeChangeWarning,
+            stacklevel=3,
+        )
 
 
 @eqx.filter_jit
@@ -153,24 +247,45 @@ def _scenario(model, scenario):
     return eqx.tree_at(lambda m: m.forcing, model, scenario)
 
 
-def tcr(params, model) -> jax.Array:
+def tcr(
+    params, model, *, solver=None, stepsize_controller=None, max_steps=None
+) -> jax.Array:
     """Transient climate response, K (see the module docstring).
 
     **Arguments:**
 
     - `params`: the model's parameters (`model.Params`).
-    - `model`: an ocean-layer model (`ebm.TwoLayerModel`, `ebm.NLayerModel`); its
-        own forcing is replaced by `ebm.OnePercentCO2()`.
+    - `model`: a model under a forcing scenario (`ebm.TwoLayerModel`,
+        `ebm.NLayerModel`, `ebm.DeepOceanModel`); its own forcing is replaced by
+        `ebm.OnePercentCO2()`.
+    - `solver`, `stepsize_controller`, `max_steps`: how the run is solved, as
+        `ebm.integrate` takes them (default: exactly for a layer model; else the
+        model's solver at `rtol = atol = 1e-10`, with a step budget from the
+        model's time scales and the run's length).
+
+    **Warns:**
+
+    - `ebm.RegimeChangeWarning`: where the run loses or gains the ice cap.
     """
     params = check_model_params(params, model)
-    return raise_if_failed(*tcr_and_result(params, model))
+    options = RunOptions(solver, stepsize_controller, max_steps)
+    value, result, edges = _tcr(params, model, options)
+    warn_on_regime_change(edges, "The 1pctCO2 run of TCR")
+    return raise_if_failed(value, result)
 
 
 def tcr_and_result(params, model):
     """`(TCR, result code)`, unchecked (see `ebm.tcr`)."""
+    value, result, _ = _tcr(params, model, RunOptions())
+    return value, result
+
+
+def _tcr(params, model, options):
     ramp = _scenario(model, OnePercentCO2())
-    integrals, result = _integrals(ramp, params, np.array([60.0, 80.0]))
-    return (integrals[1, 0] - integrals[0, 0]) / 20.0, result
+    integrals, result, edges = _integrals(
+        ramp, params, np.array([60.0, 80.0]), options=options
+    )
+    return (integrals[1, 0] - integrals[0, 0]) / 20.0, result, edges
 
 
 def polar_weights(grid, latitude: float = 60.0) -> jax.Array:
@@ -190,7 +305,15 @@ def polar_weights(grid, latitude: float = 60.0) -> jax.Array:
     return jnp.asarray(caps / caps.sum())
 
 
-def polar_amplification(params, model, latitude: float = 60.0) -> jax.Array:
+def polar_amplification(
+    params,
+    model,
+    latitude: float = 60.0,
+    *,
+    solver=None,
+    stepsize_controller=None,
+    max_steps=None,
+) -> jax.Array:
     """Polar amplification of the transient warming: the warming of the polar caps
     (poleward of `latitude`, area-weighted, both hemispheres) over the global-mean
     warming, each averaged over years 61-80 of `1pctCO2` (see the module
@@ -202,6 +325,11 @@ def polar_amplification(params, model, latitude: float = 60.0) -> jax.Array:
     - `model`: a zonal model (`ebm.DeepOceanModel`); its forcing is replaced by
         `ebm.OnePercentCO2()`.
     - `latitude`: where the polar caps begin, degrees (default 60).
+    - `solver`, `stepsize_controller`, `max_steps`: as for `ebm.tcr`.
+
+    **Warns:**
+
+    - `ebm.RegimeChangeWarning`: where the run loses or gains the ice cap.
     """
     grid = getattr(getattr(model, "surface", None), "grid", None)
     if grid is None:
@@ -212,20 +340,41 @@ def polar_amplification(params, model, latitude: float = 60.0) -> jax.Array:
         )
     weights = polar_weights(grid, latitude)
     params = check_model_params(params, model)
-    integrals, result = _integrals(
-        _scenario(model, OnePercentCO2()), params, np.array([60.0, 80.0]), weights
+    integrals, result, edges = _integrals(
+        _scenario(model, OnePercentCO2()),
+        params,
+        np.array([60.0, 80.0]),
+        weights,
+        RunOptions(solver, stepsize_controller, max_steps),
     )
+    warn_on_regime_change(edges, "The 1pctCO2 run of the polar amplification")
     change = integrals[1] - integrals[0]
     return raise_if_failed(change[2] / change[0], result)
 
 
-def heat_uptake_efficiency(params, model) -> jax.Array:
+def heat_uptake_efficiency(
+    params, model, *, solver=None, stepsize_controller=None, max_steps=None
+) -> jax.Array:
     """Ocean heat uptake efficiency `N / T` over years 61-80 of `1pctCO2`, W m-2
-    K-1 (see the module docstring)."""
+    K-1 (see the module docstring).
+
+    **Arguments:**
+
+    - `params`, `model`, `solver`, `stepsize_controller`, `max_steps`: as for
+        `ebm.tcr`.
+
+    **Warns:**
+
+    - `ebm.RegimeChangeWarning`: where the run loses or gains the ice cap.
+    """
     params = check_model_params(params, model)
-    integrals, result = _integrals(
-        _scenario(model, OnePercentCO2()), params, np.array([60.0, 80.0])
+    integrals, result, edges = _integrals(
+        _scenario(model, OnePercentCO2()),
+        params,
+        np.array([60.0, 80.0]),
+        options=RunOptions(solver, stepsize_controller, max_steps),
     )
+    warn_on_regime_change(edges, "The 1pctCO2 run of the heat uptake efficiency")
     change = integrals[1] - integrals[0]
     return raise_if_failed(change[1] / change[0], result)
 
@@ -248,7 +397,15 @@ class Gregory(eqx.Module):
     effective_sensitivity: jax.Array
 
 
-def gregory(params, model, years: int = 150) -> Gregory:
+def gregory(
+    params,
+    model,
+    years: int = 150,
+    *,
+    solver=None,
+    stepsize_controller=None,
+    max_steps=None,
+) -> Gregory:
     """Gregory regression over years 1-`years` of `abrupt-4xCO2` (see the module
     docstring).
 
@@ -257,13 +414,22 @@ def gregory(params, model, years: int = 150) -> Gregory:
     - `params`, `model`: as for `ebm.tcr`; the model's forcing is replaced by
         `ebm.AbruptCO2(4.0)`.
     - `years`: the years regressed (default 150, CMIP's), an integer >= 2.
-    """
-    from .._checks import check_count
+    - `solver`, `stepsize_controller`, `max_steps`: as for `ebm.tcr`.
 
+    **Warns:**
+
+    - `ebm.RegimeChangeWarning`: where the run loses or gains the ice cap.
+    """
     params = check_model_params(params, model)
     check_count("years", years, 2)
     ts = np.arange(1.0, years + 1.0)
-    integrals, result = _integrals(_scenario(model, AbruptCO2(4.0)), params, ts)
+    integrals, result, edges = _integrals(
+        _scenario(model, AbruptCO2(4.0)),
+        params,
+        ts,
+        options=RunOptions(solver, stepsize_controller, max_steps),
+    )
+    warn_on_regime_change(edges, "The abrupt-4xCO2 run of the Gregory regression")
     integrals = jnp.concatenate([jnp.zeros((1, 2)), integrals])
     annual = jnp.diff(integrals, axis=0)
     T, N = annual[:, 0], annual[:, 1]
@@ -289,14 +455,22 @@ def ecs(params, model) -> jax.Array:
 
     - `params`, `model`: as for `ebm.tcr`; the model's forcing is replaced by
         `ebm.AbruptCO2(2.0)`.
+
+    **Warns:**
+
+    - `ebm.RegimeChangeWarning`: where the steady state has lost or gained the
+        start's ice cap.
     """
     params = check_model_params(params, model)
-    return raise_if_failed(*ecs_and_result(params, model))
+    value, result, edges = _ecs(_scenario(model, AbruptCO2(2.0)), params)
+    warn_on_regime_change(edges, "The warm steady state of ECS")
+    return raise_if_failed(value, result)
 
 
 def ecs_and_result(params, model):
     """`(ECS, result code)`, unchecked (see `ebm.ecs`)."""
-    return _ecs(_scenario(model, AbruptCO2(2.0)), params)
+    value, result, _ = _ecs(_scenario(model, AbruptCO2(2.0)), params)
+    return value, result
 
 
 @eqx.filter_jit
@@ -314,4 +488,7 @@ def _ecs(model, params):
     )
     # Warming from the start state (the pre-industrial one), not its temperature.
     warming = model.global_mean(solution.value) - model.global_mean(start)
-    return warming, RESULTS.promote(solution.result)
+    edges = jnp.stack(
+        [_edge(model, 0.0, start, params), _edge(model, 0.0, solution.value, params)]
+    )
+    return warming, RESULTS.promote(solution.result), edges

@@ -6,6 +6,7 @@ import functools
 import equinox as eqx
 import jax.numpy as jnp
 
+from .._checks import as_python_number
 from .._model.declarations import Parameter
 from .._model.parameters import AbstractParams, params_class
 from .._model.protocol import Variable
@@ -30,9 +31,11 @@ def _n_layer_params(layers: int) -> type[AbstractParams]:
         )
         for k in range(layers)
     ]
+    # The climate feedback parameter (FaIR's kappa1) has the name it has in
+    # every model, `feedback`; the exchanges between layers are kappa2..kappan.
     declarations += [
         Parameter(
-            f"kappa{k + 1}",
+            "feedback" if k == 0 else f"kappa{k + 1}",
             exchanges[k],
             "W m-2 K-1",
             "climate feedback parameter lambda"
@@ -57,9 +60,10 @@ def _n_layer_params(layers: int) -> type[AbstractParams]:
 
 class NLayerModel(AbstractLayerModel):
     """The n-layer model of Cummins et al. (2020), as FaIR 2.x runs it (see
-    `ebm._layers.base`): heat capacities `C1..Cn`, exchange coefficients
-    `kappa1..kappan` (`kappa1` the feedback parameter), the efficacy on the
-    exchange into the deepest layer, and `F2x`.
+    `ebm._layers.base`): heat capacities `C1..Cn`, the climate feedback
+    parameter `feedback` (FaIR's `kappa1`, as in every ebm model), the exchange
+    coefficients `kappa2..kappan` between layers, the efficacy on the exchange into
+    the deepest layer, and `F2x`.
 
     State: `{"T": surface anomaly (scalar), "T_deep": the anomalies of layers
     2..n, shape (n - 1,)}`, K.
@@ -73,6 +77,7 @@ class NLayerModel(AbstractLayerModel):
     n: int = eqx.field(static=True)
 
     def __init__(self, layers: int = 3, forcing: AbstractScenario | None = None):
+        layers = as_python_number(layers)
         if isinstance(layers, bool) or not isinstance(layers, int) or layers < 2:
             raise ValueError(f"`layers` must be an integer >= 2, got {layers!r}.")
         self.n = layers
@@ -96,7 +101,8 @@ class NLayerModel(AbstractLayerModel):
     def coefficients(self, params):
         n = self.n
         C = jnp.stack([getattr(params, f"C{k + 1}") for k in range(n)])
-        kappa = jnp.stack([getattr(params, f"kappa{k + 1}") for k in range(n)])
+        exchanges = [getattr(params, f"kappa{k + 1}") for k in range(1, n)]
+        kappa = jnp.stack([params.feedback, *exchanges])
         return C, kappa, params.efficacy
 
     def to_vector(self, y):

@@ -8,6 +8,8 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, Float, Int, PyTree
 
+from .._checks import check_count, known_value, refuse_if
+from .._custom_types import Scalar
 from .._model.parameters import AbstractParams, check_params
 from .._model.protocol import AbstractModel, Variable, state_arrays
 from .._results import (
@@ -15,6 +17,19 @@ from .._results import (
     nan_unless_successful,
     raise_if_failed,
     with_result_names,
+)
+from .._stepping.options import (
+    BACKSOLVE_HORIZON_MODELS,
+    SHORTEST_RUN,
+    _check_positive,
+    _with_checkpoints,
+    adjoint_name,
+    check_saved_times,
+    refuse_reverse_mode,
+    resolve_adjoint,
+    resolve_model_solver,
+    run_arguments_result,
+    solve_naming_the_mode,
 )
 from .scenarios import AbstractScenario, run_start
 
@@ -33,6 +48,11 @@ class Run(eqx.Module):
     - `T`: the final surface temperature (`model.temperature`), and `Ts`
         its values at the saved times (`None` unless asked for).
     - `global_mean`: the final global-mean surface temperature.
+    - `N`: the final net downward flux at the top of the atmosphere
+        (`model.toa_imbalance`), W m-2, global mean, and `Ns` its values at the
+        saved times.
+    - `F`: the forcing scenario's forcing at the end, W m-2, and `Fs` at the
+        saved times (`None` for a model without a scenario).
     - `variables`: the model's declared variables (names, units, long names,
         dimensions).
     - `result`: an `ebm.RESULTS`; `RESULTS.successful` when the run finished.
@@ -45,6 +65,10 @@ class Run(eqx.Module):
     T: Array
     Ts: Array | None
     global_mean: Array
+    N: Array
+    Ns: Array | None
+    F: Array | None
+    Fs: Array | None
     variables: tuple[Variable, ...] = eqx.field(static=True)
     result: RESULTS
     num_steps: Int[Array, ""]
@@ -54,7 +78,23 @@ class Run(eqx.Module):
 
 
 def check_model_params(params, model: AbstractModel) -> AbstractParams:
-    """`params`, once it is `model.Params` (with its ranges checked)."""
+    """`params`, once it is `model.Params` (with its ranges checked).
+
+    **Raises:**
+
+    - `TypeError`: for a `model` that is not an ebm model (parameters and model
+        swapped, say), or parameters that are not its.
+    """
+    if not isinstance(model, AbstractModel):
+        swapped = (
+            " (are `params` and `model` swapped?)"
+            if isinstance(model, AbstractParams) and isinstance(params, AbstractModel)
+            else ""
+        )
+        raise TypeError(
+            "`model` must be an ebm model (an ebm.AbstractModel, such as "
+            f"ebm.TwoLayerModel()), got {type(model).__name__}{swapped}."
+        )
     if not isinstance(params, model.Params):
         raise TypeError(
             f"`params` must be the model's parameters, `model.Params` "
@@ -66,7 +106,8 @@ def check_model_params(params, model: AbstractModel) -> AbstractParams:
 
 def check_state(model: AbstractModel, params, y, name: str) -> PyTree:
     """`y` as a float state of `model` (its start state where `y` is `None`), once
-    it has the structure and shapes of `model.initial_state`."""
+    it has the structure and shapes of `model.initial_state` and (where known)
+    finite values."""
     if y is None:
         return model.initial_state(params)
     expected = jax.eval_shape(lambda: model.initial_state(params))
@@ -76,35 +117,130 @@ def check_state(model: AbstractModel, params, y, name: str) -> PyTree:
             f"{jax.tree.map(lambda s: s.shape, expected)}; the branches by name "
             f"('present', 'warm', 'cold') are the zonal model's, got {y!r}."
         )
-    got = jax.eval_shape(lambda: jax.tree.map(jnp.asarray, y))
-    if jax.tree.structure(got) != jax.tree.structure(expected) or any(
-        a.shape != b.shape
-        for a, b in zip(jax.tree.leaves(got), jax.tree.leaves(expected))
+    try:
+        got = jax.eval_shape(lambda: jax.tree.map(jnp.asarray, y))
+    except TypeError:
+        got = None
+    if (
+        got is None
+        or jax.tree.structure(got) != jax.tree.structure(expected)
+        or any(
+            a.shape != b.shape
+            for a, b in zip(jax.tree.leaves(got), jax.tree.leaves(expected))
+        )
     ):
+        described = repr(y) if got is None else jax.tree.map(lambda s: s.shape, got)
         raise ValueError(
             f"`{name}` must be a state of the model, shaped as "
-            f"{jax.tree.map(lambda s: s.shape, expected)}, got "
-            f"{jax.tree.map(lambda s: s.shape, got)}."
+            f"{jax.tree.map(lambda s: s.shape, expected)}, got {described}."
         )
+    dtypes = [leaf.dtype for leaf in jax.tree.leaves(got)]
+    if any(
+        not jnp.issubdtype(d, jnp.number) or jnp.issubdtype(d, jnp.complexfloating)
+        for d in dtypes
+    ):
+        raise ValueError(f"`{name}` must hold real numbers, got {y!r}.")
+    for path, leaf in jax.tree_util.tree_leaves_with_path(y):
+        value = known_value(leaf)
+        if value is not None and not np.all(np.isfinite(np.asarray(value))):
+            where = jax.tree_util.keystr(path)
+            raise ValueError(
+                f"`{name}` must be finite, got a NaN or infinite value in "
+                f"`{name}{where}`."
+            )
     return jax.tree.map(lambda x: jnp.asarray(x, dtype=float), y)
 
 
-def default_max_steps(model: AbstractModel, params, years) -> int:
-    """A step budget from the model's fastest time scale: 16 times the steps of a
-    tenth of it, rounded up to a power of two (at least 4096). Generous, since
-    nothing caps the steps at that tenth: an implicit solver on the zonal model
-    over a deep ocean takes steps of about a twenty-fifth of it where the ice edge
-    moves (3,052 for 80 years of 1pctCO2 on 30 cells, against the 2,415 that twice
-    the tenth would allow). Where the parameters are traced
-    (under `jit`/`vmap`), 16384: enough for centuries at the default tolerances, a
-    failure code (`max_steps_reached`) beyond, and, under `vmap` and reverse mode,
-    memory that a bound of millions of steps would multiply by the members."""
+# The longest default step budget of a run, steps: a run that needs more says so
+# (`RESULTS.max_steps_reached`, which names `max_steps`).
+MAX_DEFAULT_STEPS = 2**24
+
+
+# Steps a year that an implicit solver is allowed by default, whatever the model's
+# time scales: enough for a seasonal cycle at the default tolerances (a zonal model
+# over a deep ocean with daily insolation takes 1,500-2,500 a year on 12-60 cells).
+IMPLICIT_STEPS_PER_YEAR = 4096
+
+
+def known_time_scales(model: AbstractModel, params):
+    """`model.time_scales(params)` (`(fastest, slowest)`, years) on the values of
+    `params` where they are known (eagerly, and under eager `jax.grad`), else
+    `None` (inside `jit`)."""
+    leaves, treedef = jax.tree.flatten(params)
+    known = [known_value(leaf) for leaf in leaves]
+    if any(value is None for value in known):
+        return None
     try:
-        fastest, _ = model.time_scales(params)
-        steps = 16.0 * float(years) / (0.1 * float(fastest))
+        fastest, slowest = model.time_scales(jax.tree.unflatten(treedef, known))
+        return float(fastest), float(slowest)
     except (jax.errors.ConcretizationTypeError, jax.errors.TracerArrayConversionError):
-        return 2**14
-    return int(2 ** max(12, int(np.ceil(np.log2(max(steps, 1.0))))))
+        return None
+
+
+def default_max_steps(
+    model: AbstractModel, params, years, solver=None, scales=None
+) -> int:
+    """A step budget for `years` of `model` under `solver`, a power of two (at
+    least 4096, at most `MAX_DEFAULT_STEPS`).
+
+    An explicit solver's steps are bound by the model's fastest time scale: it gets
+    16 times the steps of a tenth of it. An implicit solver's are bound by accuracy
+    alone: it gets `IMPLICIT_STEPS_PER_YEAR` steps a year of the run, or the
+    explicit budget where that is larger. Generous, since the budget is a bound, not
+    an allocation (the recursive adjoint stores `4 log2(max_steps)` checkpoints).
+    Where the length or (for an explicit solver) the parameters are traced (under
+    `jit`), 2**14 steps for an explicit solver and 2**16 for an implicit one:
+    enough for decades, and a failure code (`max_steps_reached`) beyond.
+
+    **Arguments:**
+
+    - `model`, `params`, `years`: the run.
+    - `solver`: the diffrax solver (`None`: explicit).
+    - `scales`: the model's known time scales (`known_time_scales`), if already
+        computed.
+    """
+    implicit = isinstance(solver, diffrax.AbstractImplicitSolver)
+    length = known_value(years)
+    if scales is None:
+        scales = known_time_scales(model, params)
+    if length is None or (scales is None and not implicit):
+        return 2**16 if implicit else 2**14
+    steps = 1.0 if scales is None else 16.0 * float(length) / (0.1 * scales[0])
+    if implicit:
+        steps = max(steps, IMPLICIT_STEPS_PER_YEAR * float(length))
+    budget = 2 ** max(12, int(np.ceil(np.log2(max(steps, 1.0)))))
+    return int(min(budget, MAX_DEFAULT_STEPS))
+
+
+def gershgorin_time(model: AbstractModel, t, y, params) -> Scalar:
+    """A lower bound on the model's fastest relaxation time at `(t, y)`, years: the
+    inverse of Gershgorin's bound on the spectral radius of its Jacobian (the
+    largest absolute row sum), traced where the parameters are."""
+    matrix = model.jacobian(t, y, params).as_matrix()
+    return 1.0 / jnp.max(jnp.sum(jnp.abs(matrix), axis=1))
+
+
+def _backsolve_message(horizon: float | None) -> str:
+    length = "" if horizon is None else f" ({horizon:.3g} years here)"
+    return (
+        "adjoint='backsolve' integrates the model backwards in time, where each of "
+        "its decaying modes grows: its gradient is accurate to 1e-4 only for runs "
+        f"shorter than {BACKSOLVE_HORIZON_MODELS:g} times the model's fastest "
+        "relaxation time (bounded from its Jacobian by Gershgorin's theorem)"
+        f"{length}. Use adjoint='recursive' (the default) for longer runs, "
+        "adjoint='interpolating' for the continuous adjoint without a backward "
+        "state, or solver='exact' for a layer model."
+    )
+
+
+def check_backsolve_horizon(model: AbstractModel, params, t0, y0, years) -> PyTree:
+    """`y0`, once `years` is within backsolve's horizon: `BACKSOLVE_HORIZON_MODELS`
+    times the model's fastest relaxation time (`gershgorin_time`, at the start);
+    checked now where the values are known, else in the caller's program."""
+    horizon = BACKSOLVE_HORIZON_MODELS * gershgorin_time(model, t0, y0, params)
+    known = known_value(horizon)
+    message = _backsolve_message(None if known is None else float(known))
+    return refuse_if(y0, years > horizon, message, eqx.EquinoxRuntimeError)
 
 
 def integrate_model(
@@ -123,10 +259,12 @@ def integrate_model(
     throw=True,
 ) -> Run:
     """Integrate a protocol model (see `ebm.integrate`)."""
-    from .._stepping.options import _check_positive, resolve_adjoint
-
     params = check_model_params(params, model)
     _check_positive("years", years)
+    if max_steps is not None:
+        check_count("max_steps", max_steps, 1)
+    if dt0 is not None:
+        _check_positive("dt0", dt0)
     scenario = getattr(model, "forcing", None)
     if not isinstance(scenario, AbstractScenario):
         scenario = None  # a model whose time dependence is its own
@@ -143,9 +281,10 @@ def integrate_model(
     if scenario is not None and not isinstance(t0, jax.core.Tracer):
         scenario.check_span(float(t0), t0 + years)
     y0 = check_state(model, params, y0, "T0")
+    check_saved_times(saveat, t0, years)
     if isinstance(solver, str) and solver == "exact":
         saveat = diffrax.SaveAt(t1=True) if saveat is None else saveat
-        check_exact(model, saveat, t0, years)
+        check_exact(model, saveat)
         run = _integrate_exact(
             params,
             jnp.asarray(years, dtype=float),
@@ -155,21 +294,28 @@ def integrate_model(
             saveat.subs.ts,
         )
         return raise_if_failed(run, run.result) if throw else run
+    name = adjoint_name(adjoint)
     adjoint = resolve_adjoint(adjoint)
-    if solver is None:
-        solver = model.default_solver()
+    refuse_reverse_mode(adjoint, name, (params, y0, model))
+    scales = known_time_scales(model, params)
+    solver = resolve_model_solver(solver, model, scales, years)
     if stepsize_controller is None:
         # Steps end on the forcing's kinks (a series' times).
         stepsize_controller = diffrax.PIDController(
             rtol=1e-9, atol=1e-9, jump_ts=None if scenario is None else scenario.kinks
         )
     if max_steps is None:
-        max_steps = default_max_steps(model, params, years)
+        max_steps = default_max_steps(model, params, years, solver, scales)
+    adjoint = _with_checkpoints(adjoint, max_steps)
+    if isinstance(adjoint, diffrax.BacksolveAdjoint):
+        y0 = check_backsolve_horizon(model, params, t0, y0, years)
     if saveat is None:
         saveat = diffrax.SaveAt(t1=True)
     else:
         saveat = eqx.tree_at(lambda s: s.subs.t1, saveat, True)
-    run = _integrate_model(
+    run = solve_naming_the_mode(
+        name,
+        _integrate_model,
         params,
         jnp.asarray(years, dtype=float),
         jnp.asarray(t0, dtype=float),
@@ -206,6 +352,11 @@ def _integrate_model(
     from .._stepping.interpolating import InterpolatingAdjoint
     from .._stepping.steppers.flat import FlatModel
 
+    # A traced length or start, unchecked on the host: an invalid one runs for a
+    # moment instead, and is reported by its code.
+    invalid = run_arguments_result(years, t0, None)
+    years = jnp.where(invalid == RESULTS.successful, years, SHORTEST_RUN)
+    t0 = jnp.where(jnp.isfinite(t0), t0, 0.0)
     if isinstance(adjoint, InterpolatingAdjoint):
         # The continuous adjoint runs on one vector: the state's leaves, raveled.
         flat = FlatModel.around(model, y0, 0.0)
@@ -227,23 +378,51 @@ def _integrate_model(
         throw=False,
     )
     result = RESULTS.promote(solution.result)
+    result = RESULTS.where(invalid == RESULTS.successful, result, invalid)
     ys = solution.ys if flat is None else jax.vmap(flat.unflatten)(solution.ys)
     final = jax.tree.map(lambda y: y[-1], ys)
-    state = state_arrays(model, final)
-    t1 = solution.ts[-1]
-    T = model.temperature(t1, final, params)
-    global_mean = model.mean_temperature(t1, final, params)
     if saveat.subs.ts is None and not saveat.subs.steps and not saveat.subs.t0:
-        ts, states, Ts = None, None, None
+        ts, saved = None, None
     else:
-        ts = solution.ts[:-1]
-        saved = jax.tree.map(lambda y: y[:-1], ys)
-        states = state_arrays(model, saved)
-        Ts = jax.vmap(lambda t, y: model.temperature(t, y, params))(ts, saved)
-    if not throw:
-        state, states, T, Ts, global_mean = nan_unless_successful(
-            result, (state, states, T, Ts, global_mean), params
+        ts, saved = solution.ts[:-1], jax.tree.map(lambda y: y[:-1], ys)
+    return run_result(
+        model,
+        params,
+        (solution.ts[-1], final),
+        (ts, saved),
+        result,
+        solution.stats["num_steps"],
+        throw,
+    )
+
+
+def run_result(model, params, end, saved, result, num_steps, throw=False) -> Run:
+    """The `Run` of `model`: its state `end = (t1, y1)` at the end and `saved =
+    (ts, ys)` at the saved times (`(None, None)` for none), with each state's
+    surface temperature, global mean, top-of-atmosphere imbalance and forcing;
+    with `throw=False`, NaN (and NaN derivatives) unless `result` is a success."""
+    t1, final = end
+    ts, states = saved
+    scenario = getattr(model, "forcing", None)
+    scenario = scenario if isinstance(scenario, AbstractScenario) else None
+
+    def diagnostics(t, y):
+        return (
+            model.temperature(t, y, params),
+            model.mean_temperature(t, y, params),
+            model.toa_imbalance(t, y, params),
+            None if scenario is None else scenario(t, params),
         )
+
+    T, global_mean, N, F = diagnostics(t1, final)
+    Ts = Ns = Fs = None
+    if ts is not None:
+        Ts, _, Ns, Fs = jax.vmap(diagnostics)(ts, states)
+        states = state_arrays(model, states)
+    outputs = (state_arrays(model, final), states, T, Ts, global_mean, N, Ns, F, Fs)
+    if not throw:
+        outputs = nan_unless_successful(result, outputs, params)
+    state, states, T, Ts, global_mean, N, Ns, F, Fs = outputs
     return Run(
         state=state,
         ts=ts,
@@ -251,13 +430,17 @@ def _integrate_model(
         T=T,
         Ts=Ts,
         global_mean=global_mean,
+        N=N,
+        Ns=Ns,
+        F=F,
+        Fs=Fs,
         variables=model.variables,
         result=result,
-        num_steps=solution.stats["num_steps"],
+        num_steps=jnp.asarray(num_steps),
     )
 
 
-def check_exact(model: AbstractModel, saveat, t0, years) -> None:
+def check_exact(model: AbstractModel, saveat) -> None:
     """Refuse `solver="exact"` where the run is not a linear layer model's under a
     piecewise-linear forcing saved at given times (or its end).
 
@@ -284,15 +467,6 @@ def check_exact(model: AbstractModel, saveat, t0, years) -> None:
             "solver='exact' saves the state at given times and at the end: use "
             "diffrax.SaveAt(ts=...) (without t0, steps, dense or fn)."
         )
-    ts = subs.ts
-    known = not any(isinstance(x, jax.core.Tracer) for x in (ts, t0, years))
-    if ts is not None and known:
-        ts, t0, t1 = np.asarray(ts), float(t0), float(t0) + float(years)
-        if np.any(np.diff(ts) < 0) or ts[0] < t0 or ts[-1] > t1:
-            raise ValueError(
-                f"The saved times must be increasing and within the run, [{t0:g}, "
-                f"{t1:g}] (years), got {ts[0]:g} to {ts[-1]:g}."
-            )
 
 
 _SAVE_STATE = diffrax.SaveAt(t1=True).subs.fn
@@ -302,27 +476,20 @@ _SAVE_STATE = diffrax.SaveAt(t1=True).subs.fn
 def _integrate_exact(params, years, t0, model, y0, ts) -> Run:
     from .exact import exact_states
 
+    # Traced arguments, unchecked on the host: reported by their code, with the
+    # state computed over a valid run (the saved times clipped to it).
+    invalid = run_arguments_result(years, t0, ts)
+    years = jnp.where(jnp.isfinite(years) & (years > 0), years, SHORTEST_RUN)
+    t0 = jnp.where(jnp.isfinite(t0), t0, 0.0)
     t1 = t0 + years
     save = jnp.zeros(0) if ts is None else jnp.asarray(ts, dtype=float)
+    save = jnp.clip(jnp.sort(jnp.where(jnp.isfinite(save), save, t0)), t0, t1)
     saved, final, intervals = exact_states(
         model, params, model.to_vector(y0), t0, t1, save
     )
     final = model.from_vector(final)
-    if ts is None:
-        states, Ts = None, None
-    else:
-        states = jax.vmap(model.from_vector)(saved)
-        Ts = jax.vmap(model.surface_temperature)(states)
-        states = state_arrays(model, states)
     finite = jnp.all(jnp.isfinite(model.to_vector(final)))
-    return Run(
-        state=state_arrays(model, final),
-        ts=None if ts is None else save,
-        states=states,
-        T=model.surface_temperature(final),
-        Ts=Ts,
-        global_mean=model.global_mean(final),
-        variables=model.variables,
-        result=RESULTS.where(finite, RESULTS.successful, RESULTS.nonfinite_state),
-        num_steps=jnp.asarray(intervals),
-    )
+    result = RESULTS.where(finite, RESULTS.successful, RESULTS.nonfinite_state)
+    result = RESULTS.where(invalid == RESULTS.successful, result, invalid)
+    saved = (None, None) if ts is None else (save, jax.vmap(model.from_vector)(saved))
+    return run_result(model, params, (t1, final), saved, result, intervals)

@@ -18,6 +18,7 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, Float
 
+from .._checks import as_python_number, check_positive_number
 from .._custom_types import Scalar
 from .._model.declarations import Parameter
 from .._model.parameters import AbstractParams, params_class
@@ -49,9 +50,47 @@ class AbstractScenario(eqx.Module):
         """The time the experiment starts, years (0 unless the scenario says)."""
         return 0.0
 
+    @property
+    def span(self) -> tuple[float, float] | None:
+        """`(first, last)`: the times the scenario covers, years, or `None` for
+        every time (or where it is traced, to be checked where it was given)."""
+        return None
+
     def check_span(self, t0: float, t1) -> None:
-        """Refuse a run from `t0` to `t1` outside the scenario's span (none here)."""
-        del t0, t1
+        """Refuse a run from `t0` to `t1` (years; `t1` may be traced) outside
+        `span`.
+
+        **Raises:**
+
+        - `ValueError`: naming the run's `t0` and `years` and the span.
+        """
+        span = self.span
+        if span is None:
+            return
+        first, last = span
+        if isinstance(t1, jax.core.Tracer):
+            t1 = t0  # a traced length is not known here; its start still is
+        end = float(t1)
+        if t0 < first or end > last + 1e-9 * abs(last):
+            raise ValueError(
+                f"The run from {t0:g} to {end:g} leaves the forcing series' span "
+                f"[{first:g}, {last:g}] (years): start within it (`t0`) and end by "
+                "its last time (`years`)."
+            )
+
+    def check_time(self, t: float, name: str = "t") -> None:
+        """Refuse a time `t` (years; named `name`) outside `span`.
+
+        **Raises:**
+
+        - `ValueError`: naming `name`, its value and the span.
+        """
+        span = self.span
+        if span is not None and not span[0] <= t <= span[1]:
+            raise ValueError(
+                f"`{name}` must be within the forcing series' span [{span[0]:g}, "
+                f"{span[1]:g}] (years), got {name}={t:g}."
+            )
 
     @property
     def kinks(self) -> Float[Array, " kinks"] | None:
@@ -76,13 +115,10 @@ class AbruptCO2(AbstractScenario):
     piecewise_linear: ClassVar[bool] = True
     steady: ClassVar[bool] = True
 
-    factor: float = eqx.field(static=True, default=4.0)
+    factor: float = eqx.field(static=True, default=4.0, converter=as_python_number)
 
     def __check_init__(self):
-        if not (isinstance(self.factor, (int, float)) and 0 < self.factor < np.inf):
-            raise ValueError(
-                f"`factor` must be a positive number, got {self.factor!r}."
-            )
+        check_positive_number("factor", self.factor)
 
     def __call__(self, t, params) -> Scalar:
         return jnp.where(t < 0, 0.0, params.F2x * jnp.log2(self.factor))
@@ -105,11 +141,10 @@ class OnePercentCO2(AbstractScenario):
 
     piecewise_linear: ClassVar[bool] = True
 
-    rate: float = eqx.field(static=True, default=0.01)
+    rate: float = eqx.field(static=True, default=0.01, converter=as_python_number)
 
     def __check_init__(self):
-        if not (isinstance(self.rate, (int, float)) and 0 < self.rate < np.inf):
-            raise ValueError(f"`rate` must be a positive number, got {self.rate!r}.")
+        check_positive_number("rate", self.rate)
 
     def __call__(self, t, params) -> Scalar:
         return params.F2x * jnp.maximum(t, 0.0) * jnp.log2(1.0 + self.rate)
@@ -143,10 +178,10 @@ class ForcingSeries(AbstractScenario):
     values: Float[Array, " time"]
 
     def __init__(self, times, values):
-        times_np = np.asarray(times, dtype=float)
+        times_np = _real_array("times", times)
         traced = isinstance(values, jax.core.Tracer)
         values_np = (
-            np.zeros(jnp.shape(values)) if traced else np.asarray(values, dtype=float)
+            np.zeros(jnp.shape(values)) if traced else _real_array("values", values)
         )
         if times_np.ndim != 1 or times_np.size < 2:
             raise ValueError(
@@ -194,20 +229,54 @@ class ForcingSeries(AbstractScenario):
     def kinks(self) -> Float[Array, " kinks"]:
         return self.times
 
-    def check_span(self, t0: float, t1) -> None:
+    @property
+    def span(self) -> tuple[float, float] | None:
         if isinstance(self.times, jax.core.Tracer):
-            return  # a series traced inside a compiled function: checked where given
+            return None  # a series traced inside a compiled function
         times = np.asarray(self.times)  # on the host (see `start`)
-        first, last = float(times[0]), float(times[-1])
-        if isinstance(t1, jax.core.Tracer):
-            t1 = t0  # a traced length is not known here; its start still is
-        end = float(t1)
-        if t0 < first or end > last + 1e-9 * abs(last):
-            raise ValueError(
-                f"The run from {t0} to {end} leaves the "
-                f"forcing series' span [{first}, {last}] (years): start within it "
-                "(`t0`) and end by its last time (`years`)."
-            )
+        return float(times[0]), float(times[-1])
+
+
+def check_scenario(forcing) -> None:
+    """Refuse a model's `forcing` that is not an `ebm.AbstractScenario`.
+
+    **Raises:**
+
+    - `TypeError`: naming what is allowed and how to write a forcing of one's own.
+    """
+    if not isinstance(forcing, AbstractScenario):
+        described = (
+            "a function"
+            if callable(forcing)
+            else f"{type(forcing).__name__} {forcing!r}"
+        )
+        raise TypeError(
+            "`forcing` must be an ebm.AbstractScenario (ebm.AbruptCO2(), "
+            "ebm.OnePercentCO2(), ebm.ForcingSeries(times, values), "
+            f"ebm.HistoricalForcing()), got {described}. A forcing of your own is a "
+            "subclass of ebm.AbstractScenario with `__call__(self, t, params)` (W "
+            "m-2 at time t, years); a constant forcing is ebm.AbruptCO2(factor) or "
+            "a two-point ebm.ForcingSeries."
+        )
+
+
+def _real_array(name: str, value) -> np.ndarray:
+    """`value` as a NumPy array of floats.
+
+    **Raises:**
+
+    - `ValueError`: for values that are not real numbers (strings, complex).
+    """
+    array = np.asarray(value)
+    real = np.issubdtype(array.dtype, np.integer) or np.issubdtype(
+        array.dtype, np.floating
+    )
+    if not real:
+        raise ValueError(
+            f"`{name}` must be real numbers, got an array of {array.dtype}: "
+            f"{np.ravel(array)[:3].tolist()}."
+        )
+    return array.astype(float)
 
 
 def run_start(model):

@@ -262,6 +262,11 @@ class EnergyBalanceModel(AbstractModel):
         """One hemisphere's ice-edge latitude, degrees north (see `ebm.ice_edge`)."""
         return ice_edge(T, params, self.grid, hemisphere)
 
+    def ice_edge_latitude(self, t, y: Temperature, params: AbstractParams) -> Scalar:
+        """The northern ice edge of profile `y`, degrees north (`ice_edge`)."""
+        del t
+        return self.ice_edge(y, params)
+
     def global_mean(self, field: Float[Array, "*batch lat"]) -> Float[Array, "*batch"]:
         """Area-weighted global mean over the last axis."""
         return self.grid.global_mean(field)

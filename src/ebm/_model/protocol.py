@@ -148,6 +148,22 @@ class AbstractModel(eqx.Module):
         del t, params
         return self.global_mean(y)
 
+    @property
+    def year_start(self) -> str:
+        """What time 0 of the model's year is, as results, files and figures say
+        it: `"1 January"` (the default; the orbit's calendar), or the event the
+        model's seasonal cycle is written from (`ebm.SeaIceModel`: the northern
+        winter solstice)."""
+        return "1 January"
+
+    def ice_edge_latitude(self, t, y: PyTree, params: AbstractParams) -> Scalar | None:
+        """The northern hemisphere's ice edge in state `y` at time `t`, degrees
+        north (90 without ice, 0 under ice to the equator), or `None` for a model
+        without sea ice (the default): what entry points read to say when a run
+        loses or gains its ice cap."""
+        del t, y, params
+        return None
+
     def jacobian(
         self, t, y: PyTree, params: AbstractParams
     ) -> lx.AbstractLinearOperator:

@@ -15,8 +15,10 @@ state's forward-mode derivative in $F$:
 $\partial F^*/\partial\theta = -(\partial g/\partial\theta)/(\partial g/\partial F)$.
 """
 
+import equinox as eqx
 import jax
 import jax.numpy as jnp
+import numpy as np
 import optimistix as optx
 
 from .._custom_types import Scalar
@@ -39,7 +41,18 @@ def summer_ice_edge(cycle, model: SeaIceModel) -> Scalar:
         raise TypeError(
             f"`model` must be an ebm.SeaIceModel, got {type(model).__name__}."
         )
-    return jnp.max(jax.vmap(model.ice_edge)(cycle.states))
+    states = getattr(cycle, "states", None)
+    shape = (
+        np.shape(states["E"]) if isinstance(states, dict) and "E" in states else None
+    )
+    if shape is None or len(shape) != 2 or shape[1] != model.n:
+        raise ValueError(
+            "`cycle` must be one year of `model` (an ebm.PeriodicState whose states "
+            f"have shape (time, {model.n})), got states of shape {shape}. For a "
+            "sweep's or an ensemble's cycles, map over them: jax.vmap(lambda c: "
+            "ebm.summer_ice_edge(c, model))(cycles)."
+        )
+    return jnp.max(jax.vmap(model.ice_edge)(states))
 
 
 def polar_summer_enthalpy(cycle) -> Scalar:
@@ -79,17 +92,19 @@ def ice_free_forcing(
     - `max_steps`: the bisection's step limit.
     - `throw`: raise if the bisection fails (default), else return NaN.
 
+    A new `bracket` compiles nothing (its ends are arrays); a new `steps_per_year`,
+    `spinup_years`, tolerance or `max_steps` compiles the bisection again.
+
     **Raises:**
 
     - `TypeError`: for a model that is not an `ebm.SeaIceModel`, or parameters
         that are not its.
     - `ValueError`: for a `bracket` that is not two increasing forcings.
-    - `EquinoxRuntimeError` (with `throw=True`): when the bisection did not
-        converge, for example where a periodic state failed or the bracket does
-        not hold the root.
+    - `EquinoxRuntimeError` (with `throw=True`): when the bracket does not hold
+        the root (summer ice at `lower`, none at `upper`: a periodic state that
+        failed at either end counts as neither), or the bisection did not
+        converge.
     """
-    from .._steady.seasonal import periodic_equilibrium
-
     if not isinstance(model, SeaIceModel):
         raise TypeError(
             f"`model` must be an ebm.SeaIceModel, got {type(model).__name__}."
@@ -105,6 +120,31 @@ def ice_free_forcing(
             f"{bracket!r}."
         )
 
+    value, result = _ice_free_forcing(
+        params,
+        model,
+        jnp.asarray(lower),
+        jnp.asarray(upper),
+        steps_per_year,
+        spinup_years,
+        rtol,
+        atol,
+        max_steps,
+    )
+    # The code is checked on the host (or, traced, in the caller's program): the
+    # compiled bisection holds no callback, and the persistent cache keeps it.
+    return raise_if_failed(value, result) if throw else value
+
+
+@eqx.filter_jit
+def _ice_free_forcing(
+    params, model, lower, upper, steps_per_year, spinup_years, rtol, atol, max_steps
+):
+    """`(F*, result code)`: the bisection between `lower` and `upper`, once the
+    polar summer enthalpy is negative at the first and positive at the second
+    (else NaN, `RESULTS.no_root_in_bracket`)."""
+    from .._steady.seasonal import periodic_equilibrium
+
     def polar(F, params):
         cycle = periodic_equilibrium(
             with_parameter(params, "F", F),
@@ -115,17 +155,27 @@ def ice_free_forcing(
         )
         return jnp.where(cycle.converged, polar_summer_enthalpy(cycle), jnp.nan)
 
-    solution = optx.root_find(
-        polar,
-        optx.Bisection(rtol=rtol, atol=atol),
-        jnp.asarray(0.5 * (lower + upper)),
-        params,
-        options={"lower": lower, "upper": upper},
-        max_steps=max_steps,
-        throw=False,
-    )
-    # The code is checked on the host (or, traced, in the caller's program): the
-    # compiled bisection holds no callback, and the persistent cache keeps it.
-    result = RESULTS.promote(solution.result)
-    value = jnp.where(result == RESULTS.successful, solution.value, jnp.nan)
-    return raise_if_failed(value, result) if throw else value
+    # The ends are evaluated here, not by optimistix (whose check of the bracket
+    # raises inside the program, whatever `throw`): summer ice at `lower`, none at
+    # `upper`, so the enthalpy rises through the bracket (`flip=False`).
+    ends = jax.vmap(polar, in_axes=(0, None))(jnp.stack([lower, upper]), params)
+    holds = (ends[0] < 0.0) & (ends[1] > 0.0)
+
+    def bisect(params):
+        solution = optx.root_find(
+            polar,
+            optx.Bisection(rtol=rtol, atol=atol, flip=False),
+            0.5 * (lower + upper),
+            params,
+            options={"lower": lower, "upper": upper},
+            max_steps=max_steps,
+            throw=False,
+        )
+        return solution.value, RESULTS.promote(solution.result)
+
+    def refuse(params):
+        del params
+        return jnp.asarray(jnp.nan, lower.dtype), RESULTS.no_root_in_bracket
+
+    value, result = jax.lax.cond(holds, bisect, refuse, params)
+    return jnp.where(result == RESULTS.successful, value, jnp.nan), result

@@ -43,6 +43,7 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, Float, PyTree
 
+from .._checks import as_python_number
 from .._custom_types import Scalar
 from .._model.declarations import Parameter
 from .._model.parameters import AbstractParams, params_class
@@ -163,7 +164,7 @@ class SeaIceModel(AbstractModel):
         with a seasonal cycle unless `S1 = 0`). Default `True`.
     """
 
-    n: int = eqx.field(static=True, default=100)
+    n: int = eqx.field(static=True, default=100, converter=as_python_number)
     thermodynamics: bool = eqx.field(static=True, default=True)
 
     def __check_init__(self):
@@ -171,7 +172,7 @@ class SeaIceModel(AbstractModel):
             raise ValueError(
                 f"`thermodynamics` must be True or False, got {self.thermodynamics!r}."
             )
-        if isinstance(self.n, bool) or not isinstance(self.n, (int, np.integer)):
+        if isinstance(self.n, bool) or not isinstance(self.n, int):
             raise ValueError(f"`n` must be an integer >= 2, got {self.n!r}.")
         if self.n < 2:
             raise ValueError(f"`n` must be an integer >= 2, got {self.n}.")
@@ -359,7 +360,14 @@ class SeaIceModel(AbstractModel):
         water to ice going poleward, interpolated linearly between the boxes'
         centres (and extrapolated linearly to the equator and the pole). 1 without
         ice, 0 under ice everywhere; continuous and differentiable as the edge
-        moves through the boxes."""
+        moves through the boxes.
+
+        **Raises:**
+
+        - `ValueError`: for `y` that is not one state of the model (a batch of
+            them: map over it, `jax.vmap(model.ice_edge)(states)`).
+        """
+        self.check_one_state(y, "y")
         E = with_ends(y["E"])
         x = jnp.concatenate([jnp.zeros(1), self.x, jnp.ones(1)])
         crossing = (E[:-1] > 0) & (E[1:] <= 0)
@@ -368,6 +376,33 @@ class SeaIceModel(AbstractModel):
         first = jnp.argmax(crossing)
         edge = jnp.where(jnp.any(crossing), position[first], 1.0)
         return jnp.where(E[0] <= 0, 0.0, edge)
+
+    @property
+    def year_start(self) -> str:
+        """Time 0 of the year: the insolation `S0 - S1 x cos(2 pi t)` is least at
+        the pole then, the northern winter solstice."""
+        return "the northern winter solstice"
+
+    def check_one_state(self, y, name: str) -> None:
+        """Refuse `y` that is not one state of the model, `{"E": (n,)}`.
+
+        **Raises:**
+
+        - `ValueError`: naming `name` and the shape given.
+        """
+        shape = np.shape(y["E"]) if isinstance(y, dict) and "E" in y else None
+        if shape != (self.n,):
+            got = f"shape {shape}" if shape is not None else repr(y)[:80]
+            raise ValueError(
+                f"`{name}` must be one state of the model, {{'E': shape ({self.n},)}}, "
+                f"got {got}. For states along an axis (times, members), map over "
+                "it: jax.vmap(model.ice_edge)(states)."
+            )
+
+    def ice_edge_latitude(self, t, y: PyTree, params: AbstractParams) -> Scalar:
+        """The ice edge, degrees north (`ice_edge` is its sine)."""
+        del t, params
+        return jnp.rad2deg(jnp.arcsin(self.ice_edge(y)))
 
     def surface_temperature(self, y: PyTree):
         raise TypeError(

@@ -30,13 +30,14 @@ from .._stepping.steppers.flat import FlatModel
 
 class PeriodicState(eqx.Module):
     """One year of the periodic state of a model of the protocol (or of a spin-up's
-    last year), from 1 January.
+    last year), from the start of the model's year (`year_start`).
 
     **Attributes:**
 
-    - `state0`: the state on 1 January that one year returns to, `{name: array}`
-        (see `variables`).
-    - `t`: the times of the year, years (`k / steps_per_year`, from 0).
+    - `state0`: the state at the start of the year that one year returns to,
+        `{name: array}` (see `variables`).
+    - `t`: the times of the year, years (`k / steps_per_year`, from 0, the start of
+        the model's year: `year_start`).
     - `states`: the state at each time, each array with a leading time axis.
     - `T`: the surface temperature (`model.temperature`) at each time,
         degC; `annual_mean` its mean over the year.
@@ -48,6 +49,11 @@ class PeriodicState(eqx.Module):
     - `variables`: the model's declared variables.
     - `result`: an `ebm.RESULTS`; `RESULTS.successful` when converged.
     - `num_steps`: Newton steps taken (years spun up, for `ebm.seasonal_spinup`).
+    - `parameter`, `values`: for the result of `ebm.periodic_sweep`, the swept
+        parameter's name and its values, along which every other field has a
+        leading axis; `None` otherwise.
+    - `year_start`: what time 0 of the year is (the model's `year_start`: "1
+        January", or "the northern winter solstice" for `ebm.SeaIceModel`).
     """
 
     state0: dict[str, Array]
@@ -61,14 +67,18 @@ class PeriodicState(eqx.Module):
     variables: tuple[Variable, ...] = eqx.field(static=True)
     result: RESULTS
     num_steps: Int[Array, ""]
+    parameter: str | None = eqx.field(static=True, default=None)
+    values: Float[Array, " point"] | None = None
+    year_start: str = eqx.field(static=True, default="1 January")
 
     def __repr__(self) -> str:
         return with_result_names(self)
 
     @property
     def annual_global_mean(self) -> Scalar:
-        """The global-mean surface temperature over the year, degC."""
-        return jnp.mean(self.global_mean)
+        """The global-mean surface temperature over the year, degC (over the last
+        axis: a sweep's or an ensemble's results have a leading axis)."""
+        return jnp.mean(self.global_mean, axis=-1)
 
     @property
     def converged(self):
@@ -101,7 +111,9 @@ def flat_year_problem(
     if isinstance(start, str) and start == "present":
         start = None  # the model's own start state
     dt = 1.0 / steps_per_year
-    flat, params, v0 = flat_problem(params, model, grid, start, dt, steps_per_year)
+    flat, params, v0 = flat_problem(
+        params, model, grid, start, dt, steps_per_year, "start"
+    )
     limit = check_stability(stepper, flat, params, v0, dt, throw, steps_per_year)
     return flat, params, v0, limit
 
@@ -134,4 +146,5 @@ def flat_cycle(
         variables=model.variables,
         result=result,
         num_steps=num_steps,
+        year_start=model.year_start,
     )

@@ -14,6 +14,8 @@ program (a `jax.lax.scan` over the values), and each point is differentiable as
 `ebm.periodic_equilibrium` is.
 """
 
+import dataclasses
+
 import diffrax
 import equinox as eqx
 import jax
@@ -77,7 +79,8 @@ def periodic_sweep(
     **Returns:**
 
     What `ebm.periodic_equilibrium` returns (an `ebm.SeasonalCycle` or an
-    `ebm.PeriodicState`), every field with a leading axis over `values`. A point
+    `ebm.PeriodicState`), every field with a leading axis over `values`, which it
+    holds with the parameter's name (`parameter`, `values`). A point
     that failed says so in its `result` (no error is raised); the next point then
     starts from the last one that succeeded.
 
@@ -108,11 +111,12 @@ def periodic_sweep(
             )
     solver = default_shooting_solver(model)
     adjoint = ImplicitAdjoint(linear_solver=_krylov(1e-11, 1e-11))
-    return _sweep(
+    points = _sweep(
         params, parameter, jnp.asarray(values), year, start,
         jnp.asarray([spinup_years, retry_years]), solver, adjoint, max_steps,
         error_tolerance,
     )  # fmt: skip
+    return dataclasses.replace(points, parameter=parameter, values=jnp.asarray(values))
 
 
 def check_scalar_parameter(params, parameter: str) -> None:

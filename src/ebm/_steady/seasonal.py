@@ -61,7 +61,7 @@ from .._model.model import EnergyBalanceModel
 from .._model.parameters import check_params
 from .._model.params import Params
 from .._model.protocol import AbstractModel
-from .._model.start import initial_profile, resolve_model
+from .._model.start import check_zonal_params, initial_profile, resolve_model
 from .._numerics.counted import CountedRootFinder
 from .._numerics.implicit import ImplicitAdjoint
 from .._physics.insolation.daily import DailyInsolation
@@ -186,6 +186,7 @@ def _setup(
             start = _check_orbit(start, params)
     else:
         model = _resolve_model(model, grid)
+        check_zonal_params(params, model)
         params = check_params(params)
         start = _check_orbit(initial_profile(start, params, model.grid), params)
         limit = check_stability(
@@ -298,6 +299,9 @@ class SeasonalCycle(eqx.Module):
         `error_tolerance`.
     - `result`: an `ebm.RESULTS`; `RESULTS.successful` when converged.
     - `num_steps`: Newton steps taken (years spun up, for `ebm.seasonal_spinup`).
+    - `parameter`, `values`: for the result of `ebm.periodic_sweep`, the swept
+        parameter's name and its values, along which every other field has a
+        leading axis; `None` otherwise.
     """
 
     T0: Temperature
@@ -315,24 +319,29 @@ class SeasonalCycle(eqx.Module):
     step_error: Scalar
     result: RESULTS
     num_steps: Int[Array, ""]
+    parameter: str | None = eqx.field(static=True, default=None)
+    values: Float[Array, " point"] | None = None
 
     def __repr__(self) -> str:
         return with_result_names(self)
 
+    # The properties reduce over the last (time) axis: a sweep's or an ensemble's
+    # results have a leading axis.
     @property
     def annual_global_mean(self) -> Scalar:
         """The global mean over the year, degC."""
-        return jnp.mean(self.global_mean)
+        return jnp.mean(self.global_mean, axis=-1)
 
     @property
     def ice_edge_range(self) -> Scalar:
         """The northern ice edge's annual range, max - min over the year, degrees."""
-        return jnp.max(self.ice_edge) - jnp.min(self.ice_edge)
+        return jnp.max(self.ice_edge, axis=-1) - jnp.min(self.ice_edge, axis=-1)
 
     @property
     def ice_edge_south_range(self) -> Scalar:
         """The southern ice edge's annual range, max - min over the year, degrees."""
-        return jnp.max(self.ice_edge_south) - jnp.min(self.ice_edge_south)
+        south = self.ice_edge_south
+        return jnp.max(south, axis=-1) - jnp.min(south, axis=-1)
 
     @property
     def converged(self):

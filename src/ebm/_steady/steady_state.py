@@ -29,6 +29,7 @@ from jaxtyping import Array, Bool, Int, PyTree
 
 from .._custom_types import Scalar
 from .._layers.run import check_model_params, check_state
+from .._layers.scenarios import AbstractScenario
 from .._model.parameters import AbstractParams
 from .._model.protocol import AbstractModel, Variable, state_arrays
 from .._results import (
@@ -95,16 +96,8 @@ def _forcing_time(model: AbstractModel, t):
         value = math.nan
     if not math.isfinite(value):
         raise ValueError(f"`t` must be a finite number of years, got {t!r}.")
-    times = getattr(scenario, "times", None)
-    if times is not None and not isinstance(times, jax.core.Tracer):
-        first, last = float(times[0]), float(times[-1])
-        if not first <= value <= last:
-            raise ValueError(
-                f"`t` must be within the forcing series' span [{first:g}, {last:g}] "
-                f"(years), got t={value:g}."
-            )
-    elif scenario is not None:
-        scenario.check_span(value, value)
+    if isinstance(scenario, AbstractScenario):
+        scenario.check_time(value, "t")
     return value
 
 

@@ -19,8 +19,9 @@ def _is_other_model(model) -> bool:
     )
 
 
-def flat_problem(params, model: AbstractModel, grid, T0, dt, steps):
-    """`(FlatModel, params, flat start)` for `model`, from its forcing's start.
+def flat_problem(params, model: AbstractModel, grid, T0, dt, steps, name="T0"):
+    """`(FlatModel, params, flat start)` for `model`, from its forcing's start
+    (`T0`, which errors call `name`).
 
     **Raises:**
 
@@ -33,7 +34,7 @@ def flat_problem(params, model: AbstractModel, grid, T0, dt, steps):
             f"`grid` is for the zonal model; {type(model).__name__} has none."
         )
     params = check_model_params(params, model)
-    y0 = check_state(model, params, T0, "T0")
+    y0 = check_state(model, params, T0, name)
     t0 = run_start(model)
     scenario = getattr(model, "forcing", None)
     # (A model traced inside the user's function: its series' span is checked
@@ -50,8 +51,15 @@ def check_flat_stepper(stepper: AbstractStepper, model: AbstractModel) -> None:
     """Refuse `IMEXEuler` for a model without the zonal model's split of transport
     (implicit) from the local terms (explicit)."""
     if isinstance(stepper, IMEXEuler):
+        own = model.default_stepper()
+        default = (
+            "stepper='rosenbrock' (the default here)"
+            if own is None
+            else f"the model's own stepper, {type(own).__name__} (the default "
+            "here), or stepper='rosenbrock'"
+        )
         raise ValueError(
             f"stepper='imex' splits the zonal model's diffusion from its local terms; "
-            f"{type(model).__name__} has no such split. Use stepper='rosenbrock' "
-            "(the default here), 'implicit' or 'explicit'."
+            f"{type(model).__name__} has no such split. Use {default}, 'implicit' "
+            "or 'explicit'."
         )

@@ -50,13 +50,12 @@ from jaxtyping import Array, Float, Int
 
 from .._checks import check_count, refuse_if
 from .._custom_types import Scalar, Temperature
-from .._layers.run import Run
+from .._layers.run import run_result
 from .._model.grid import Grid
 from .._model.model import EnergyBalanceModel
 from .._model.parameters import check_params
 from .._model.params import Params
-from .._model.protocol import state_arrays
-from .._model.start import initial_profile, resolve_model
+from .._model.start import check_zonal_params, initial_profile, resolve_model
 from .._progress import progress_meter
 from .._results import (
     RESULTS,
@@ -68,14 +67,21 @@ from .checkpoints import resolve_checkpoint, spellings
 from .fixed_model import _is_other_model, check_flat_stepper, flat_problem
 from .options import (
     BACKSOLVE_HORIZON,
+    SHORTEST_RUN,
     TRACED_MAX_STEPS,
     _check_positive,
     _default_max_steps,
     _with_checkpoints,
+    adjoint_name,
+    check_saved_times,
     default_controller,
+    differentiation_hint,
     model_terms,
+    refuse_reverse_mode,
     resolve_adjoint,
     resolve_solver,
+    run_arguments_result,
+    solve_naming_the_mode,
     start_time_scales,
 )
 from .steppers import resolve_stepper
@@ -118,18 +124,6 @@ class Trajectory(eqx.Module):
 
     def __repr__(self) -> str:
         return with_result_names(self)
-
-
-_FORWARD_MODE_HINT = (
-    "adjoint={name!r} supports reverse mode (jax.grad, jax.vjp) only; for forward "
-    "mode (jax.jvp, jax.jacfwd) use integrate(..., adjoint='forward') (O(1) memory) "
-    "or adjoint='direct'."
-)
-
-
-def _is_forward_mode_error(error: TypeError) -> bool:
-    """Whether JAX refused to apply forward mode to a reverse-only custom_vjp."""
-    return "jvp" in str(error) or "forward-mode" in str(error)
 
 
 def integrate(
@@ -240,11 +234,14 @@ def integrate(
             f"zonal model's runs start at 0 (got t0={t0!r})."
         )
     model = resolve_model(model, grid)
+    check_zonal_params(params, model)
     params = check_params(params)
     _check_positive("years", years)
     T0 = initial_profile("present" if T0 is None else T0, params, model.grid, "T0")
-    adjoint_name = adjoint if isinstance(adjoint, str) else type(adjoint).__name__
+    check_saved_times(saveat, 0.0, years)
+    name = adjoint_name(adjoint)
     adjoint = resolve_adjoint(adjoint)
+    refuse_reverse_mode(adjoint, name, (params, T0))
     solver = resolve_solver(solver)
     # The model's time scales, where the default controller or backsolve needs them
     # (a user's controller, budget and adjoint need none: no program to compile).
@@ -276,27 +273,22 @@ def integrate(
     years = jnp.asarray(years, dtype=float)
     if isinstance(adjoint, diffrax.BacksolveAdjoint):
         T0 = _check_backsolve_horizon(scales.diffusion, years, T0)
-    # JAX differentiates a jitted call where it is made: this is where a reverse-only
-    # adjoint meets forward mode, and where its error can name the fix.
-    try:
-        trajectory = _integrate(
-            params,
-            years,
-            model,
-            T0,
-            adjoint,
-            solver,
-            saveat,
-            stepsize_controller,
-            dt0,
-            max_steps,
-            throw,
-            progress_meter(progress),
-        )
-    except TypeError as error:
-        if _is_forward_mode_error(error):
-            raise ValueError(_FORWARD_MODE_HINT.format(name=adjoint_name)) from error
-        raise
+    trajectory = solve_naming_the_mode(
+        name,
+        _integrate,
+        params,
+        years,
+        model,
+        T0,
+        adjoint,
+        solver,
+        saveat,
+        stepsize_controller,
+        dt0,
+        max_steps,
+        throw,
+        progress_meter(progress),
+    )
     if throw:
         trajectory = raise_if_failed(trajectory, trajectory.result)
     return trajectory
@@ -354,6 +346,11 @@ def _integrate(
     progress_meter,
 ) -> Trajectory:
     grid = model.grid
+    # A traced length, unchecked on the host (a known one was refused there): an
+    # invalid one runs for a moment instead (backwards, a diffusive model blows up)
+    # and is reported by its code.
+    invalid = run_arguments_result(years, 0.0, None)
+    years = jnp.where(invalid == RESULTS.successful, years, SHORTEST_RUN)
     solution = diffrax.diffeqsolve(
         model_terms(model, solver),
         solver,
@@ -378,6 +375,7 @@ def _integrate(
     else:
         ts, Ts = solution.ts[:-1], ys[:-1]
     result = RESULTS.promote(solution.result)
+    result = RESULTS.where(invalid == RESULTS.successful, result, invalid)
     outputs = (
         T,
         Ts,
@@ -494,6 +492,7 @@ def integrate_fixed(
         model, params, T0 = flat_problem(params, model, grid, T0, dt, steps)
     else:
         model = resolve_model(model, grid)
+        check_zonal_params(params, model)
         params = check_params(params)
         T0 = initial_profile("present" if T0 is None else T0, params, model.grid, "T0")
     check_count("steps", steps, 1)
@@ -527,7 +526,7 @@ def integrate_fixed(
             limit,
         )
     except TypeError as error:
-        if _is_forward_mode_error(error):
+        if differentiation_hint("", error) is not None:
             raise ValueError(
                 f"checkpoint={type(checkpoint).__name__} supports reverse mode "
                 "(jax.grad, jax.vjp) only; for forward mode (jax.jvp, jax.jacfwd) "
@@ -558,19 +557,8 @@ def _fixed_run(
 def _integrate_fixed_flat(params, dt, steps, model, *args):
     """`_fixed_run` of a protocol model (a `FlatModel`), as an `ebm.Run`."""
     v, result = _fixed_run(params, dt, steps, model, *args)
-    y = model.unflatten(v)
-    t = model.t0 + dt * steps
-    return Run(
-        state=state_arrays(model.model, y),
-        ts=None,
-        states=None,
-        T=model.model.temperature(t, y, params),
-        Ts=None,
-        global_mean=model.model.mean_temperature(t, y, params),
-        variables=model.model.variables,
-        result=result,
-        num_steps=jnp.asarray(steps),
-    )
+    end = (model.t0 + dt * steps, model.unflatten(v))
+    return run_result(model.model, params, end, (None, None), result, steps, True)
 
 
 @eqx.filter_jit

@@ -25,6 +25,7 @@ def on_the_surface(params, parameter: str, model, grid, start, t):
     """
     from ..._layers.deep_ocean import DeepOceanModel
     from ..._layers.run import check_model_params
+    from ..._model.start import check_zonal_params, resolve_model
     from ..steady_state import _forcing_time, surface_equivalent
 
     if model is None or isinstance(model, EnergyBalanceModel):
@@ -33,6 +34,7 @@ def on_the_surface(params, parameter: str, model, grid, start, t):
                 "`t` is for a model under a forcing scenario; the zonal model's "
                 f"forcing is its parameter `forcing`, got t={t!r}."
             )
+        check_zonal_params(params, resolve_model(model, grid))
         return params, model, start
     if not isinstance(model, AbstractModel):
         raise TypeError(

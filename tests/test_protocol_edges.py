@@ -1,0 +1,227 @@
+"""The edges of the protocol's entry points for the models other than the zonal
+one (ocean layers, the zonal model over a deep ocean, sea ice): what they refuse,
+by name, and the failures they report instead of returning wrong numbers."""
+
+import warnings
+
+import diffrax
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import ebm
+from helpers import abrupt_exact
+
+
+TWO = ebm.TwoLayerModel()
+PARAMS = TWO.Params()
+RAMP = ebm.TwoLayerModel(forcing=ebm.OnePercentCO2())
+
+
+def _gradient(model, years, adjoint, output=lambda run: run.T):
+    return jax.grad(
+        lambda p: output(ebm.integrate(p, model=model, years=years, adjoint=adjoint))
+    )(model.Params())
+
+
+# --- Backsolve's horizon, from the model's own time scales -----------------------
+
+
+def test_backsolve_is_refused_past_its_horizon_for_every_model():
+    # These were 1.6e7 (against -0.0228) and 2.8e11 (against -0.236), as successes.
+    three = ebm.NLayerModel(3, forcing=ebm.OnePercentCO2())
+    with pytest.raises(eqx.EquinoxRuntimeError, match=r"backsolve.*\(17\.7 years here"):
+        _gradient(three, 150.0, "backsolve")
+    deep = ebm.DeepOceanModel(surface=ebm.EnergyBalanceModel(grid=ebm.Grid(6)))
+    with pytest.raises(eqx.EquinoxRuntimeError, match="fastest relaxation time"):
+        _gradient(deep, 20.0, "backsolve", lambda run: run.global_mean)
+
+
+# --- Solvers, adjoints and run arguments, named ----------------------------------
+
+
+def test_solver_names_are_resolved_or_refused_by_name():
+    # Each crashed inside diffrax ('str' object has no attribute 'term_structure').
+    run = ebm.integrate(PARAMS, model=TWO, years=10.0, solver="tsit5")
+    assert float(run.T) == pytest.approx(float(abrupt_exact(TWO, PARAMS, 10.0)[0]))
+    with pytest.raises(ValueError, match="KenCarp|kencarp5.*has no such split"):
+        ebm.integrate(PARAMS, model=TWO, years=10.0, solver="kencarp5")
+    with pytest.raises(ValueError, match=r"`solver` must be one of \('tsit5'"):
+        ebm.integrate(PARAMS, model=TWO, years=10.0, solver="bogus")
+    with pytest.raises(ValueError, match="solver='exact' solves a global layer"):
+        ebm.tcr(ebm.DeepOceanModel().Params(), ebm.DeepOceanModel(), solver="exact")
+
+
+@pytest.mark.parametrize(
+    "keyword, value, match",
+    [
+        ("max_steps", 0, "`max_steps` must be an integer >= 1"),
+        ("max_steps", -1, "`max_steps` must be an integer >= 1"),
+        ("dt0", -1.0, "`dt0` must be positive"),
+        ("saveat", diffrax.SaveAt(ts=jnp.array([5.0, 1.0])), "increasing and within"),
+        ("saveat", diffrax.SaveAt(ts=jnp.array([5.0, 20.0])), r"within the run \[0"),
+        ("T0", {"T": jnp.nan, "T_deep": 0.0}, r"`T0` must be finite.*T0\['T'\]"),
+        ("T0", {"T": 1j, "T_deep": 0.0}, "`T0` must hold real numbers"),
+    ],
+)
+def test_bad_run_arguments_are_refused_by_name(keyword, value, match):
+    with pytest.raises(ValueError, match=match):
+        ebm.integrate(PARAMS, model=TWO, years=10.0, **{keyword: value})
+
+
+def test_traced_run_arguments_are_checked_in_the_run():
+    # Under jit these were integrated backwards (-9.58 K) and clipped to the run
+    # (the year-10 state for t = 20), each reported as a success.
+    run = jax.jit(
+        lambda years: ebm.integrate(
+            PARAMS, model=TWO, years=years, t0=10.0, throw=False
+        )
+    )(-5.0)
+    assert run.result == ebm.RESULTS.invalid_run_length and np.isnan(run.T)
+    with pytest.raises(Exception, match="must be positive and finite"):
+        jax.jit(lambda y: ebm.integrate(PARAMS, model=TWO, years=y).T)(-5.0)
+
+    def exact(ts, throw):
+        saveat = diffrax.SaveAt(ts=ts)
+        return ebm.integrate(
+            PARAMS, model=RAMP, years=10.0, solver="exact", saveat=saveat, throw=throw
+        )
+
+    inside = jax.jit(lambda ts: exact(ts, False))(jnp.array([1.0, 5.0, 10.0]))
+    assert inside.result == ebm.RESULTS.successful
+    outside = jax.jit(lambda ts: exact(ts, False))(jnp.array([1.0, 5.0, 20.0]))
+    assert outside.result == ebm.RESULTS.saved_times_outside_run
+    assert np.all(np.isnan(outside.Ts))
+    with pytest.raises(Exception, match="must be increasing and within the run"):
+        jax.jit(lambda ts: exact(ts, True).Ts)(jnp.array([-5.0, 5.0]))
+
+
+def test_the_differentiation_mode_of_the_adjoint_is_named():
+    with pytest.raises(ValueError, match="adjoint='forward' supports forward mode"):
+        _gradient(TWO, 10.0, "forward")
+    for adjoint in ("recursive", "interpolating"):
+        with pytest.raises(ValueError, match=f"adjoint='{adjoint}' supports reverse"):
+            jax.jacfwd(
+                lambda p: ebm.integrate(p, model=TWO, years=10.0, adjoint=adjoint).T
+            )(PARAMS)
+
+
+def test_stiff_layer_parameters_take_an_implicit_solver_and_their_gradient():
+    # C = 1e-4 took 674,727 explicit steps; its gradient failed on the budget.
+    params = RAMP.Params(C=1e-4)
+    run = ebm.integrate(params, model=RAMP, years=80.0)
+    assert int(run.num_steps) < 1000
+    exact = ebm.integrate(params, model=RAMP, years=80.0, solver="exact")
+    assert float(run.T) == pytest.approx(float(exact.T), rel=1e-7)
+    gradient = jax.grad(lambda p: ebm.integrate(p, model=RAMP, years=80.0).T)(params)
+    expected = jax.grad(
+        lambda p: ebm.integrate(p, model=RAMP, years=80.0, solver="exact").T
+    )(params)
+    assert float(gradient.feedback) == pytest.approx(float(expected.feedback), 1e-6)
+
+
+def test_metrics_take_the_runs_options_and_say_when_the_ice_cap_goes():
+    # The metrics took no budget or solver: a model that needed more steps than
+    # the default could not be measured.
+    exact = ebm.tcr(PARAMS, TWO)
+    assert float(ebm.tcr(PARAMS, TWO, solver="tsit5")) == pytest.approx(
+        float(exact), rel=1e-8
+    )
+    with pytest.raises(eqx.EquinoxRuntimeError, match="maximum number of"):
+        ebm.tcr(PARAMS, TWO, solver="tsit5", max_steps=10)
+    # A forcing strong enough to melt the ice cap of the zonal model over a deep
+    # ocean: its ECS is the jump across the fold, and says so.
+    deep = ebm.DeepOceanModel(surface=ebm.EnergyBalanceModel(grid=ebm.Grid(6)))
+    with pytest.warns(ebm.RegimeChangeWarning, match="ice cap.*ends with no ice"):
+        ebm.ecs(deep.Params(F2x=10.0), deep)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        ebm.ecs(deep.Params(), deep)
+
+
+# --- Constructors ------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "build, error, match",
+    [
+        (lambda: ebm.TwoLayerModel(forcing=3.7), TypeError, "got float 3.7"),
+        (lambda: ebm.NLayerModel(3, forcing="abrupt"), TypeError, "got str"),
+        (
+            lambda: ebm.TwoLayerModel(forcing=lambda t, p: 1.0),
+            TypeError,
+            "got a function.*subclass of ebm.AbstractScenario",
+        ),
+        (
+            lambda: ebm.DeepOceanModel(surface=ebm.SeaIceModel(10)),
+            TypeError,
+            "`surface` must be a zonal model.*got SeaIceModel",
+        ),
+        (
+            lambda: ebm.DeepOceanModel(surface=ebm.TwoLayerModel()),
+            TypeError,
+            "got TwoLayerModel",
+        ),
+        (lambda: ebm.AbruptCO2(True), ValueError, "`factor` must be a positive"),
+        (lambda: ebm.OnePercentCO2(-0.01), ValueError, "`rate` must be a positive"),
+        (
+            lambda: ebm.ForcingSeries([0.0, 1.0], ["a", "b"]),
+            ValueError,
+            "`values` must be real numbers",
+        ),
+        (
+            lambda: ebm.ForcingSeries([0.0, 1.0], [1j, 2.0]),
+            ValueError,
+            "`values` must be real numbers, got an array of complex",
+        ),
+    ],
+)
+def test_constructors_refuse_bad_fields(build, error, match):
+    with pytest.raises(error, match=match):
+        build()
+
+
+def test_numpy_numbers_are_taken_as_python_numbers():
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # equinox's "JAX array set as static"
+        assert ebm.NLayerModel(np.int64(3)).n == 3
+        assert type(ebm.SeaIceModel(np.int64(10)).n) is int
+        assert type(ebm.AbruptCO2(np.float64(4.0)).factor) is float
+
+
+# --- Messages that name the right thing --------------------------------------------
+
+
+def test_messages_name_what_the_user_gave():
+    historical = ebm.TwoLayerModel(forcing=ebm.HistoricalForcing())
+    with pytest.raises(ValueError, match=r"`t` must be within .*got t=2030"):
+        ebm.equilibrium(historical.Params(), model=historical, t=2030.0)
+    sea_ice = ebm.SeaIceModel(10)
+    with pytest.raises(ValueError, match="`start` must be a state of the model"):
+        ebm.periodic_equilibrium(
+            ebm.SeaIceParams(), model=sea_ice, start={"E": jnp.zeros(3)}
+        )
+    with pytest.raises(ValueError, match="SeaIceEuler \\(the default here\\)"):
+        ebm.periodic_equilibrium(ebm.SeaIceParams(), model=sea_ice, stepper="imex")
+    with pytest.raises(TypeError, match="not the zonal model's parameters"):
+        ebm.integrate(ebm.TwoLayerParams(), years=1.0)
+    with pytest.raises(TypeError, match="are `params` and `model` swapped"):
+        ebm.ecs(TWO, PARAMS)
+    with pytest.raises(ValueError, match="one model, of one class"):
+        ebm.ensemble([ebm.TwoLayerParams(), ebm.NLayerModel(2).Params()])
+    for state in ({"E": jnp.zeros((3, 10))}, {"E": jnp.zeros(7)}):
+        with pytest.raises(ValueError, match=r"one state of the model.*jax\.vmap"):
+            sea_ice.ice_edge(state)
+
+
+def test_the_command_names_its_own_flags(capsys):
+    from ebm._cli.main import main
+
+    # They were refused as `num_chains`, `num_warmup`, `num_samples`.
+    for flag in ("--chains", "--warmup", "--samples"):
+        with pytest.raises(SystemExit) as info:
+            main(["calibrate", flag, "0"])
+        assert info.value.code == 2
+        assert f"argument {flag}: expected an integer" in capsys.readouterr().err
