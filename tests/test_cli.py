@@ -1,4 +1,5 @@
 import json
+import re
 
 import pytest
 
@@ -22,6 +23,7 @@ def test_equilibrium_json(capsys, tmp_path):
     assert report["stable"] and report["residual_W_m2"] < 1e-9
     assert 0 < report["ice_edge_degN"] < 90
     assert report["d_global_mean_d"]["D"] > 0  # more transport warms the poles' ice
+    assert report["d_global_mean_d_units"]["D"] == "(K) (W m-2 K-1)-1"
     assert plot.stat().st_size > 10_000
 
 
@@ -29,6 +31,8 @@ def test_equilibrium_text(capsys):
     assert main(["equilibrium", "--no-plot", "--start", "cold"]) == 0
     out = capsys.readouterr().out
     assert "global mean temperature" in out and "d/dD" in out
+    # Each derivative with its units.
+    assert re.search(r"d/dS0 +\S+ \(K\) \(W m-2\)-1", out)
 
 
 def test_other_subcommands_print_numbers_to_six_figures(capsys):

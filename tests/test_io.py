@@ -371,6 +371,34 @@ def test_an_asymmetric_equilibrium_labels_both_edges_and_bad_arguments_are_named
         ebm.load(tmp_path)
 
 
+def test_a_sweep_of_seasonal_cycles_is_written_along_its_points(results, tmp_path):
+    # The result of ebm.periodic_sweep, two points: it crashed inside xarray, and
+    # its ranges were taken over every point at once.
+    import dataclasses
+
+    import jax
+
+    cycle, _ = results["seasonal cycle"]
+    late = jax.tree.map(lambda x: x + 1.0, cycle.ice_edge)
+    points = jax.tree.map(lambda *x: jnp.stack(x), cycle, cycle)
+    points = dataclasses.replace(
+        points,
+        ice_edge=jnp.stack([cycle.ice_edge, 2.0 * late]),
+        parameter="S0",
+        values=jnp.array([1360.0, 1370.0]),
+    )
+    assert points.ice_edge_range.shape == (2,)
+    assert float(points.ice_edge_range[0]) == pytest.approx(float(cycle.ice_edge_range))
+    path = ebm.save(points, tmp_path / "sweep.nc", PARAMS)
+    with xr.open_dataset(path) as dataset:
+        assert dataset["T"].dims == ("point", "time", "lat")
+        assert dataset["param_S0"].values.tolist() == [1360.0, 1370.0]
+        assert dataset["param_S0"].attrs["units"] == "W m-2"
+        assert "param_S0" not in dataset.attrs and "param_D" in dataset.attrs
+        assert dataset["ice_edge_range"].dims == ("point",)
+        assert dataset.sizes["time"] == cycle.t.shape[0]
+
+
 def test_text_is_written_as_cf_character_arrays(tmp_path):
     # CF defines text as char arrays with a string-length dimension; netCDF-4's
     # variable-length strings (which xarray writes by default) are not CF.

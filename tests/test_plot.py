@@ -27,6 +27,8 @@ PANELS = {
     "plot_branch": 2,
     "plot_fit": 2,
     "plot_memory_scaling": 2,
+    "plot_run": 1,
+    "plot_gregory": 1,
 }
 
 
@@ -52,7 +54,17 @@ def arguments():
         for schedule in ("forward", "recursive")
         for steps, megabytes in ((10, 1.0), (100, 4.0))
     ]
+    layers = ebm.TwoLayerModel()
+    run = ebm.integrate(
+        layers.Params(),
+        model=layers,
+        years=5.0,
+        solver="exact",
+        saveat=diffrax.SaveAt(ts=jnp.arange(6.0)),
+    )
     return {
+        "plot_run": (run,),
+        "plot_gregory": (ebm.gregory(layers.Params(), layers),),
         "plot_equilibrium": (state,),
         "plot_heat_transport": (state, PARAMS, model),
         "plot_trajectory": (trajectory,),

@@ -30,14 +30,16 @@ def add_parser(subparsers) -> None:
     parser.add_argument(
         "--end", type=int, default=2019, help="last observed year, <= 2019 (2019)"
     )
-    parser.add_argument("--chains", type=int, default=4, help="chains (4)")
-    parser.add_argument("--warmup", type=int, default=500, help="warm-up steps (500)")
+    parser.add_argument("--chains", type=common.count(1), default=4, help="chains (4)")
     parser.add_argument(
-        "--samples", type=int, default=1000, help="draws per chain (1000)"
+        "--warmup", type=common.count(1), default=500, help="warm-up steps (500)"
+    )
+    parser.add_argument(
+        "--samples", type=common.count(2), default=1000, help="draws per chain (1000)"
     )
     parser.add_argument(
         "--max-doublings",
-        type=int,
+        type=common.count(1),
         default=8,
         help="NUTS's most trajectory doublings (8)",
     )
@@ -110,6 +112,7 @@ def run(arguments) -> dict:
         "rhat_max": max(float(draws.rhat[name]) for name in draws.names),
         "ess_min": min(float(draws.ess[name]) for name in draws.names),
         "divergences": int(draws.divergences),
+        "warning": draws.mixing_problem(),
         "acceptance_rate": float(draws.acceptance_rate),
         "ar6_ranges_K": {
             name: {key: ranges[key] for key in ("likely", "very likely")}
@@ -138,6 +141,8 @@ def print_summary(report: dict) -> None:
         f"{report['seconds']:.0f} s; R-hat <= {report['rhat_max']:.3f}, "
         f"ESS >= {report['ess_min']:.0f}, {report['divergences']} divergences"
     )
+    if report["warning"] is not None:
+        print(f"WARNING: {report['warning']}")
     print(f"  {'':18s}" + "".join(f"{q:>8.0%}" for q in QUANTILES) + "   AR6 likely")
     for name, values in report["posterior"].items():
         ranges = report["ar6_ranges_K"].get(name)

@@ -73,6 +73,25 @@ def how_to_select(terms) -> str:
     return " or ".join(ways)
 
 
+def count(minimum: int):
+    """The `type=` of a flag that counts something: an integer >= `minimum`
+    (argparse then names the flag in its error)."""
+
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            value = None
+        if value is None or value < minimum:
+            raise argparse.ArgumentTypeError(
+                f"expected an integer >= {minimum}, got {text!r}"
+            )
+        return value
+
+    parse.__name__ = "count"
+    return parse
+
+
 def _parse_value(parameter):
     """The `type=` of a parameter's flag: a number, or, for a parameter whose value
     is a profile (`ndim` > 0), a number (the same everywhere) or a comma-separated
@@ -348,6 +367,30 @@ def floats(tree) -> dict:
     return values
 
 
+def add_derivatives(report: dict, key: str, gradient, output_units: str) -> None:
+    """`report[key]`: `{name: d output / d name}` for every field of `gradient`, and
+    `report[key + "_units"]`: the units of each, as the files write them
+    (`"(K) (W m-2)-1"`: the output's over the parameter's, differences of degC in
+    K)."""
+    from .._edges.variables import derivative_attributes
+
+    container = type(gradient)
+    report[key] = floats(gradient)
+    report[f"{key}_units"] = {
+        name: derivative_attributes("", output_units, name, container)["units"]
+        for name in container.field_names()
+    }
+
+
+def print_derivatives(report: dict, key: str, heading: str) -> None:
+    """`report[key]` (from `add_derivatives`), one parameter a line with its units."""
+    print(f"  {heading}:")
+    units = report.get(f"{key}_units", {})
+    for name, value in report[key].items():
+        value = max(value, key=abs) if isinstance(value, list) else value
+        print(f"    d/d{name:<14s} {value: .8e} {units.get(name, '')}")
+
+
 def plot_path(arguments):
     """The plot file asked for, or `None` under `--no-plot`."""
     return None if arguments.no_plot else arguments.plot
@@ -414,6 +457,11 @@ def print_fields(report: dict) -> None:
     """A report as text: one line per field, tables indented under their name."""
     for key, value in report.items():
         if key in ("rows", "plot", "transport_plot", "netcdf", "no_plot"):
+            continue
+        if key.endswith("_units") and key[: -len("_units")] in report:
+            continue  # printed beside its values
+        if key.startswith("d_") and f"{key}_units" in report:
+            print_derivatives(report, key, key)
             continue
         if isinstance(value, dict) and any(
             isinstance(item, list) for item in value.values()

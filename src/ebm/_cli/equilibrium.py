@@ -60,8 +60,8 @@ def run(arguments) -> dict:
         "leading_eigenvalue_W_m2_K": float(state.leading_eigenvalue),
         "residual_W_m2": float(state.residual),
         "iterations": int(state.num_steps),
-        "d_global_mean_d": common.floats(gradient),
     }
+    common.add_derivatives(report, "d_global_mean_d", gradient, "degC")
     if arguments.transport_plot is not None:
         from .._edges.plot import plot_heat_transport
 
@@ -89,7 +89,8 @@ def print_summary(report: dict) -> None:
     print(f"  global mean temperature  {report['global_mean_degC']:10.4f} degC")
     print(f"  ice edge, north          {report['ice_edge_degN']:10.4f} degN")
     print(f"  ice edge, south          {report['ice_edge_south_degN']:10.4f} degN")
-    print("  d(global mean)/d(parameter), implicit differentiation:")
-    for name, value in report["d_global_mean_d"].items():
-        marker = "  <- diffusivity" if name == "D" else ""
-        print(f"    d/d{name:<12s} {value: .8e}{marker}")
+    common.print_derivatives(
+        report,
+        "d_global_mean_d",
+        "d(global mean)/d(parameter), implicit differentiation",
+    )

@@ -153,8 +153,8 @@ def run(arguments) -> dict:
         "ice_edge_degN": float(trajectory.ice_edge),
         "ice_edge_south_degN": float(trajectory.ice_edge_south),
         "num_steps": int(trajectory.num_steps),
-        "d_final_global_mean_d": common.floats(gradient),
     }
+    common.add_derivatives(report, "d_final_global_mean_d", gradient, "degC")
 
     def plot(path):
         from .._edges.plot import plot_trajectory

@@ -82,7 +82,8 @@ def run(arguments) -> dict:
     }
     if not arguments.no_gradient:
         gradient = jax.grad(lambda p: summer_ice_edge(cycle_of(p), model))(params)
-        report["d_summer_ice_edge_d"] = common.floats(gradient)
+        # The edge is the sine of its latitude.
+        common.add_derivatives(report, "d_summer_ice_edge_d", gradient, "1")
 
     def plot(path):
         from .._edges.plot_seaice import plot_sea_ice

@@ -39,6 +39,7 @@ from .variables import (
     seasonal_variables,
     sensitivity_variables,
     steady_state_variables,
+    sweep_variables,
     trajectory_variables,
     xarray_module,
 )
@@ -57,7 +58,10 @@ def to_dataset(result, params: Params | None = None, *, model=None):
         seasonal cycles (every variable gains a leading `member` dimension; the
         varying parameters are variables `param_<name>(member)`, the gradients
         `d_<output>_d_<name>(member)`, and `ok` and `failure` say which members
-        failed and why; failed members' values are NaN).
+        failed and why; failed members' values are NaN), or an `ebm.Posterior`
+        (its draws on `(chain, draw)`: `Posterior.to_dataset()`). The result of
+        `ebm.periodic_sweep` has a leading `point` dimension, the swept
+        parameter's values `param_<name>(point)` and `converged(point)`.
     - `params`: the parameters it was computed with, stored as attributes (a
         `FitResult` carries its own).
     - `model`: the model, to add an equilibrium's absorbed solar, outgoing
@@ -74,6 +78,7 @@ def to_dataset(result, params: Params | None = None, *, model=None):
     """
     from .._analysis.ensemble import Ensemble
     from .._analysis.fit import FitResult
+    from .._analysis.posterior import Posterior
     from .._analysis.sensitivity import Sensitivity
     from .._layers.run import Run
     from .._steady.continuation import Branch
@@ -83,6 +88,14 @@ def to_dataset(result, params: Params | None = None, *, model=None):
     from .._steady.steady_state import SteadyState
     from .._stepping.integrate import Trajectory
 
+    if isinstance(result, Posterior):
+        if params is not None or model is not None:
+            raise ValueError(
+                "A posterior's file holds its own draws of the parameters: call "
+                "ebm.to_dataset(posterior) (or posterior.to_dataset()) without "
+                "`params` or `model`."
+            )
+        return result.to_dataset()
     xarray = xarray_module()
     kinds = (
         (Ensemble, "ensemble", ensemble_variables),
@@ -102,7 +115,8 @@ def to_dataset(result, params: Params | None = None, *, model=None):
     else:
         raise TypeError(
             "`result` must be an ebm Equilibrium, SteadyState, Trajectory, Run, "
-            "SeasonalCycle, PeriodicState, Branch, FitResult or Sensitivity, got "
+            "SeasonalCycle, PeriodicState, Branch, FitResult, Sensitivity, "
+            "Ensemble or Posterior, got "
             f"{type(result).__name__}."
         )
     if params is not None and not isinstance(params, AbstractParams):
@@ -119,7 +133,14 @@ def to_dataset(result, params: Params | None = None, *, model=None):
         container = type(params)
     else:
         container = Params if model is None else model.Params
-    variables = variables_of(result, container)
+    # (A Branch has a `parameter` too: the one its walk continues.)
+    swept = (
+        result.parameter if isinstance(result, PeriodicState | SeasonalCycle) else None
+    )
+    if swept is not None:
+        variables = sweep_variables(result, container, variables_of)
+    else:
+        variables = variables_of(result, container)
     if isinstance(result, Ensemble):
         if model is not None:
             raise ValueError(
@@ -136,8 +157,9 @@ def to_dataset(result, params: Params | None = None, *, model=None):
         # A protocol model's variables on latitudes (the zonal model over a deep
         # ocean): the grid from their length.
         state = result.state0 if kind == "periodic state" else result.state
+        # (Counted from the end: a sweep's arrays have a leading axis.)
         sizes = [
-            np.shape(state[v.name])[v.dims.index("lat")]
+            np.shape(state[v.name])[v.dims.index("lat") - len(v.dims)]
             for v in result.variables
             if "lat" in v.dims
         ]
@@ -157,9 +179,13 @@ def to_dataset(result, params: Params | None = None, *, model=None):
                     attributes.pop(key, None)
     elif hasattr(result, "result"):
         attributes.update(result_code_attributes(result.result))
+    if swept is not None:
+        # The swept parameter is a variable along `point`, not one number.
+        for key in (f"param_{swept}", f"param_{swept}_units"):
+            attributes.pop(key, None)
     # Bounds are data variables: as coordinates xarray would write a global
     # `coordinates` attribute, which CF does not define.
-    coordinates = {"lat", "time", "lat_edge", "member", "layer"}
+    coordinates = {"lat", "time", "lat_edge", "member", "layer", "point"}
     coordinates |= coordinate_names(getattr(result, "variables", None) or ())
     dataset = xarray.Dataset(
         {k: v for k, v in variables.items() if k not in coordinates},

@@ -30,6 +30,12 @@ def _pyplot():
     return plt
 
 
+def year_axis_label(year_start: str = "1 January") -> str:
+    """The label of a time-of-year axis, in days from the start of the model's year
+    (`year_start`): one convention for every seasonal figure."""
+    return f"day of the year (days from {year_start})"
+
+
 def _axes(ax, panels: int, *, nrows: int = 1, **subplots):
     """The figure to draw on and its `panels` axes: the user's `ax`, or a new figure.
 
@@ -452,7 +458,7 @@ def plot_seasonal_cycle(cycle, *, params=None, ax=None, path=None, title=None):
         ls="--",
         label="ice edge (S)",
     )
-    hovmoller.set_xlabel("day of year")
+    hovmoller.set_xlabel(year_axis_label())
     hovmoller.set_xlim(0, DAYS_PER_YEAR)
     hovmoller.legend(loc="lower right")
     # A temperature (degC) and a temperature difference (K): two axes, each

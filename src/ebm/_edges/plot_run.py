@@ -3,7 +3,8 @@ the zonal model's)."""
 
 import numpy as np
 
-from .plot import _axes, _failure, _mark_failure, _save
+from .._constants import DAYS_PER_YEAR
+from .plot import _axes, _failure, _mark_failure, _save, year_axis_label
 
 
 def plot_run(run, *, ax=None, path=None, title=None):
@@ -51,11 +52,15 @@ def plot_run(run, *, ax=None, path=None, title=None):
     default_title = "seasonal cycle" if periodic else "run"
     on_lat = [v for v in run.variables if _space(v) is not None]
     lines = [v for v in run.variables if _space(v) is None]
-    panels = len(on_lat) + (1 if lines else 0)
+    panels = run_panels(run)
     fig, axes = _axes(ax, panels, figsize=(7 * panels, 4.5))
     axes = [axes] if panels == 1 else list(np.ravel(np.asarray(axes, object)))
-    years = np.asarray(run.t if periodic else run.ts)
-    time_label = "time of year (years from 1 January)" if periodic else "time (years)"
+    if periodic:
+        years = np.asarray(run.t) * DAYS_PER_YEAR
+        time_label = year_axis_label(run.year_start)
+    else:
+        years = np.asarray(run.ts)
+        time_label = "time (years)"
     if lines:
         line_ax = axes[-1]
         for variable in lines:
@@ -112,6 +117,72 @@ def plot_run(run, *, ax=None, path=None, title=None):
         _mark_failure(axes[0], title or default_title, _failure(run))
     else:
         _mark_failure(fig, title or default_title, _failure(run), figure=True)
+    _save(fig, path)
+    return fig
+
+
+def run_panels(run) -> int:
+    """How many panels `plot_run` draws for `run`: one per variable on a space, and
+    one for the scalar and layered variables' lines."""
+    spaces = [_space(v) is not None for v in run.variables]
+    return sum(spaces) + (1 if not all(spaces) else 0)
+
+
+def plot_gregory(regression, *, ax=None, path=None, title=None):
+    """The Gregory diagram of `abrupt-4xCO2`: each year's mean top-of-atmosphere
+    imbalance N against its mean warming T, the regression line, its intercept
+    (the effective forcing of quadrupled CO2) and where it crosses N = 0 (twice the
+    effective climate sensitivity).
+
+    **Arguments:**
+
+    - `regression`: an `ebm.Gregory` (from `ebm.gregory`).
+    - `ax`: a matplotlib axes to draw on (default: a new figure).
+    - `path`: if given, save the figure there.
+    - `title`: the axes' title.
+
+    **Returns:**
+
+    The matplotlib `Figure` drawn on.
+
+    **Raises:**
+
+    - `TypeError`: for a result that is not an `ebm.Gregory`.
+    """
+    from .._layers.metrics import Gregory
+
+    if not isinstance(regression, Gregory):
+        raise TypeError(
+            f"`regression` must be an ebm.Gregory (ebm.gregory), got "
+            f"{type(regression).__name__}."
+        )
+    fig, ax = _axes(ax, 1, figsize=(6, 4.5))
+    T, N = np.asarray(regression.T), np.asarray(regression.N)
+    forcing = float(regression.forcing)
+    feedback = float(regression.feedback)
+    sensitivity = float(regression.effective_sensitivity)
+    ax.scatter(T, N, s=12, color="C0", label=f"years 1-{T.size}, annual means")
+    crossing = forcing / feedback
+    line = np.linspace(0.0, max(crossing, float(np.max(T))), 50)
+    ax.plot(
+        line,
+        forcing - feedback * line,
+        color="C1",
+        label=f"regression: F = {forcing:.2f} W m-2, feedback {feedback:.2f} W m-2 K-1",
+    )
+    ax.plot([crossing], [0.0], "ko", label=f"N = 0: 2 x ECS_eff = {crossing:.2f} K")
+    ax.axhline(0.0, color="0.6", lw=0.8)
+    ax.set_xlim(left=0.0)
+    ax.set_ylim(bottom=min(0.0, float(np.min(N))) - 0.2)
+    ax.set_xlabel("annual-mean warming T (K)")
+    ax.set_ylabel("annual-mean TOA imbalance N (W m-2)")
+    ax.legend(loc="upper right", fontsize=8)
+    ax.set_title(
+        title
+        or f"Gregory regression, abrupt-4xCO2: effective sensitivity "
+        f"{sensitivity:.2f} K",
+        fontsize=10,
+    )
     _save(fig, path)
     return fig
 

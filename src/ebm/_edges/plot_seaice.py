@@ -4,7 +4,8 @@ against latitude, and the ice edge."""
 
 import numpy as np
 
-from .plot import _axes, _failure, _mark_failure, _save
+from .._constants import DAYS_PER_YEAR
+from .plot import _axes, _failure, _mark_failure, _save, year_axis_label
 
 
 def plot_sea_ice(cycle, model, params, *, ax=None, path=None, title=None):
@@ -49,7 +50,7 @@ def plot_sea_ice(cycle, model, params, *, ax=None, path=None, title=None):
         )
     fig, axes = _axes(ax, 3, figsize=(15, 4.2))
     axes = list(np.ravel(np.asarray(axes, object)))
-    t = np.asarray(cycle.t)
+    t = np.asarray(cycle.t) * DAYS_PER_YEAR
     lat = np.asarray(model.lat)
     edge = np.degrees(np.arcsin(np.asarray(jax.vmap(model.ice_edge)(cycle.states))))
     thickness = np.asarray(jax.vmap(lambda y: model.thickness(y, params))(cycle.states))
@@ -62,7 +63,7 @@ def plot_sea_ice(cycle, model, params, *, ax=None, path=None, title=None):
         mesh = panel.pcolormesh(t, lat, values.T, shading="nearest", cmap=cmap)
         fig.colorbar(mesh, ax=panel, label=label)
         panel.plot(t, edge, "k", lw=1.2, label="ice edge")
-        panel.set_xlabel("time of year (years from the winter solstice)")
+        panel.set_xlabel(year_axis_label(model.year_start))
         panel.set_ylabel("latitude (degrees north)")
     # The ice's surface melts where T0 >= Tm, where the blended T is at least
     # Tm - melt_width log 2 (Tm itself, for a width of 0).
@@ -71,7 +72,7 @@ def plot_sea_ice(cycle, model, params, *, ax=None, path=None, title=None):
         axes[0].contour(t, lat, T.T, [melting], colors="r", linewidths=0.8)
     axes[0].legend(loc="lower left", fontsize=8)
     axes[2].plot(t, edge, "k")
-    axes[2].set_xlabel("time of year (years from the winter solstice)")
+    axes[2].set_xlabel(year_axis_label(model.year_start))
     axes[2].set_ylabel("ice edge (degrees north)")
     axes[2].set_ylim(0, 90)
     _mark_failure(

@@ -71,7 +71,27 @@ CALENDAR_DAYS_PER_YEAR = 365
 """Days of the files' `365_day` calendar in one model year."""
 
 
-def time_variables(years) -> dict:
+def time_variables(years, year_start: str = "1 January") -> dict:
+    """The `time` coordinate of times in years: days of CF's `365_day` calendar
+    from 1 January of year 0; or, for a model whose year starts elsewhere
+    (`year_start`, the sea-ice model's solstice), days from that start, which no
+    calendar date names."""
+    if year_start != "1 January":
+        return {
+            "time": (
+                "time",
+                as_numpy(years) * CALENDAR_DAYS_PER_YEAR,
+                {
+                    "units": "days",
+                    "long_name": f"time since {year_start}",
+                    "comment": (
+                        f"day 0 is {year_start}, the start of the model's year; "
+                        "one model year is 365 days"
+                    ),
+                    "axis": "T",
+                },
+            ),
+        }
     # One model year is one year of CF's 365-day calendar, counted from year 0: the
     # file's year 100 is model year 100, at any length of run (a Gregorian calendar
     # drifts from model years by 0.2422 days a year, and numpy's dates end in 2262).
@@ -123,10 +143,10 @@ def global_attributes(kind: str, params: Params | None) -> dict:
 
 
 def result_code_attributes(result) -> dict:
-    from .._results import RESULTS
+    from .._results import failure_message
 
-    successful = bool(as_numpy(result == RESULTS.successful).all())
-    return {"result": "successful" if successful else str(result)}
+    failed = failure_message(result)
+    return {"result": "successful" if failed is None else failed}
 
 
 def scalar_variable(value, units: str, long_name: str):
@@ -285,6 +305,18 @@ def run_variables(run, container: type[Params]) -> dict:
     where times were saved, with the variable's own dimensions, units and name."""
     del container  # the parameters' declarations are not needed here
     variables = declared_variables(run.variables, run.state, "final ")
+    fluxes = (
+        ("N", run.N, run.Ns, "net downward flux at the top of the atmosphere, "
+         "global mean"),
+        ("F", run.F, run.Fs, "effective radiative forcing of the scenario"),
+    )  # fmt: skip
+    for name, final, history, long_name in fluxes:
+        if final is not None and name not in variables:
+            variables[name] = (
+                (),
+                as_numpy(final),
+                {"units": "W m-2", "long_name": f"final {long_name}"},
+            )
     if run.states is not None:
         for variable in run.variables:
             variables[f"{variable.name}_history"] = (
@@ -295,6 +327,13 @@ def run_variables(run, container: type[Params]) -> dict:
                     "long_name": f"{variable.long_name} at the saved times",
                 },
             )
+        for name, _, history, long_name in fluxes:
+            if history is not None and f"{name}_history" not in variables:
+                variables[f"{name}_history"] = (
+                    "time",
+                    as_numpy(history),
+                    {"units": "W m-2", "long_name": f"{long_name} at the saved times"},
+                )
         variables.update(time_variables(run.ts))
     variables["num_steps"] = scalar_variable(run.num_steps, "1", "time steps taken")
     return variables
@@ -639,7 +678,11 @@ def periodic_variables(cycle, container: type[Params]) -> dict:
     (on `time` and its own dimensions) and on 1 January (`<name>_start`), the
     global mean through the year, the residual and the step error."""
     del container  # the parameters' declarations are not needed here
-    variables = declared_variables(cycle.variables, cycle.state0, "1 January ")
+    variables = declared_variables(
+        cycle.variables,
+        cycle.state0,
+        f"at the start of the year ({cycle.year_start}): ",
+    )
     coordinates = coordinate_names(cycle.variables)
     variables = {
         k if k in coordinates else f"{k}_start": v for k, v in variables.items()
@@ -658,7 +701,7 @@ def periodic_variables(cycle, container: type[Params]) -> dict:
             as_numpy(cycle.T),
             {**TEMPERATURE, "long_name": "surface temperature"},
         )
-    variables.update(time_variables(cycle.t))
+    variables.update(time_variables(cycle.t, cycle.year_start))
     variables["global_mean"] = (
         "time",
         as_numpy(cycle.global_mean),
@@ -672,5 +715,45 @@ def periodic_variables(cycle, container: type[Params]) -> dict:
     )
     variables["num_steps"] = scalar_variable(
         cycle.num_steps, "1", "Newton steps (years spun up)"
+    )
+    return variables
+
+
+def sweep_variables(result, container: type[Params], variables_of) -> dict:
+    """The points of a sweep (`ebm.periodic_sweep`): each of the result's
+    variables (`variables_of`) with a leading `point` axis, the swept parameter's
+    values along it (`param_<name>`), and whether each point converged."""
+    from .._results import RESULTS
+
+    point = "point"
+    coordinates = {"time", "layer"} | coordinate_names(
+        getattr(result, "variables", None) or ()
+    )
+    variables = {}
+    for name, (dims, data, attributes) in variables_of(result, container).items():
+        dims = (dims,) if isinstance(dims, str) else tuple(dims)
+        if name == "time":  # every point's year has the same times
+            variables[name] = (dims, data[0], attributes)
+        elif name in coordinates:
+            variables[name] = (dims, data, attributes)
+        else:
+            variables[name] = ((point, *dims), data, attributes)
+    values = as_numpy(result.values)
+    variables[point] = (
+        point,
+        np.arange(values.shape[0]),
+        {"long_name": f"point of the sweep in {result.parameter}, in its order"},
+    )
+    declaration = container.declaration(result.parameter)
+    variables[f"param_{result.parameter}"] = (
+        point,
+        values,
+        {"units": declaration.units, "long_name": declaration.long_name},
+    )
+    variables["converged"] = flag_variable(
+        result.result == RESULTS.successful,
+        "whether the point's periodic state converged",
+        "converged",
+        point,
     )
     return variables
