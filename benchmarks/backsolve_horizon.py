@@ -10,10 +10,18 @@ and under RecursiveCheckpointAdjoint, and records their largest relative differe
 `ebm._stepping.integrate`), the longest horizon where the difference stayed below
 1e-4 at every resolution.
 
-Writes benchmarks/results/backsolve_horizon.json.
-Run: python benchmarks/backsolve_horizon.py
+The other models of the protocol (the two- and three-layer models under 1pctCO2,
+the zonal model over a deep ocean) are measured the same way in units of their own
+fastest relaxation time, bounded from their Jacobian by Gershgorin's theorem
+(`ebm._layers.run.gershgorin_time`, what `ebm.integrate` refuses beyond), against
+the exact solution (layer models) or the recursive adjoint.
+
+Writes benchmarks/results/backsolve_horizon.json (the zonal model) and
+backsolve_horizon_models.json (the others).
+Run: python benchmarks/backsolve_horizon.py [--models zonal protocol]
 """
 
+import argparse
 import json
 import pathlib
 import time
@@ -55,7 +63,93 @@ def relative_difference(a, b):
     return float(jnp.max(jnp.abs(a - b)) / jnp.max(jnp.abs(b)))
 
 
+def protocol_rows():
+    """Backsolve's gradient error on the models of the protocol, in units of each
+    one's Gershgorin time at its start."""
+    from ebm._layers.run import gershgorin_time
+
+    models = {
+        "two-layer, 1pctCO2": ebm.TwoLayerModel(forcing=ebm.OnePercentCO2()),
+        "three-layer, 1pctCO2": ebm.NLayerModel(3, forcing=ebm.OnePercentCO2()),
+        "zonal over a deep ocean, 18 cells": ebm.DeepOceanModel(
+            surface=ebm.EnergyBalanceModel(grid=ebm.Grid(18))
+        ),
+    }
+    rows = []
+    for name, model in models.items():
+        params = model.Params()
+        start = model.initial_state(params)
+        tau = float(gershgorin_time(model, 0.0, start, params))
+        exact = isinstance(model, ebm.AbstractLayerModel)
+        for multiple in (2, 5, 10, 20, 40):
+            years = multiple * tau
+            began = time.perf_counter()
+
+            def final(params, adjoint, solver=None):
+                run = ebm.integrate(
+                    params, model=model, years=years, adjoint=adjoint, solver=solver
+                )
+                return run.global_mean
+
+            reference = jax.grad(final)(params, "recursive", "exact" if exact else None)
+            # Past the horizon `integrate` refuses; the adjoint itself is called.
+            backsolve = jax.grad(lambda p: _backsolve_final(model, p, years))(params)
+            error = relative_difference(backsolve, reference)
+            rows.append(
+                dict(
+                    model=name,
+                    tau_years=tau,
+                    horizon_tau=multiple,
+                    years=years,
+                    relative_difference=error,
+                )
+            )
+            print(
+                f"{name:36s} horizon={multiple:3d} tau ({years:8.3f} yr) relative "
+                f"difference {error:.2e} ({time.perf_counter() - began:.1f} s)"
+            )
+    return rows
+
+
+def _backsolve_final(model, params, years):
+    """The final global mean of `model` under `BacksolveAdjoint`, through diffrax
+    directly (as `ebm.integrate` would, without its refusal)."""
+    from ebm._layers.scenarios import run_start
+
+    solution = diffrax.diffeqsolve(
+        diffrax.ODETerm(model),
+        model.default_solver(),
+        t0=run_start(model),
+        t1=run_start(model) + years,
+        dt0=None,
+        y0=model.initial_state(params),
+        args=params,
+        stepsize_controller=diffrax.PIDController(rtol=1e-9, atol=1e-9),
+        adjoint=resolve_adjoint("backsolve"),
+        max_steps=2**16,
+    )
+    return model.global_mean(jax.tree.map(lambda y: y[-1], solution.ys))
+
+
 def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument(
+        "--models",
+        nargs="+",
+        choices=("zonal", "protocol"),
+        default=["zonal", "protocol"],
+    )
+    arguments = parser.parse_args()
+    RESULTS.mkdir(exist_ok=True)
+    if "protocol" in arguments.models:
+        path = RESULTS / "backsolve_horizon_models.json"
+        path.write_text(json.dumps(protocol_rows(), indent=2))
+        print(f"wrote {path}")
+    if "zonal" in arguments.models:
+        zonal_rows()
+
+
+def zonal_rows():
     params = ebm.Params()
     multiples = [1, 2, 5, 10, 20, 50, 100, 200]
     rows = []
