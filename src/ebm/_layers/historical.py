@@ -11,6 +11,7 @@ import functools
 import importlib.resources
 from typing import ClassVar
 
+import equinox as eqx
 import numpy as np
 from jaxtyping import Array, Float
 
@@ -102,34 +103,22 @@ AEROSOL_SCALE = Parameter(
 )
 
 
-class HistoricalForcing(AbstractScenario):
-    r"""The IPCC AR6 historical effective radiative forcing (1750-2019, W m-2
-    relative to 1750), with its aerosol part scaled by the parameter
-    `aerosol_scale` $s$ (1: the best estimate):
+class AbstractAerosolScaledForcing(AbstractScenario):
+    r"""A forcing series whose aerosol part is scaled by the parameter
+    `aerosol_scale` $s$ (1: the best estimate), the rest as it is:
 
-    $$F(t) = F_\text{total}(t) + (s - 1)\,F_\text{aerosol}(t).$$
+    $$F(t) = F_\text{rest}(t) + s\,F_\text{aerosol}(t).$$
 
     The aerosol forcing is the largest uncertainty of the historical forcing
     (AR6's very likely range is -2.0 to -0.6 W m-2 in 2005-2014, around -1.3), and
     its scale is a parameter of the model this scenario drives (`model.Params`
-    gains `aerosol_scale`), to be calibrated with the others. A run starts in
-    1750.5 from rest.
-
-    **Arguments:**
-
-    - `end`: the last year of the series (default 2019).
+    gains `aerosol_scale`), to be calibrated with the others.
     """
 
-    rest: ForcingSeries
-    aerosol: ForcingSeries
+    rest: eqx.AbstractVar[ForcingSeries]
+    aerosol: eqx.AbstractVar[ForcingSeries]
     parameters: ClassVar[tuple[Parameter, ...]] = (AEROSOL_SCALE,)
     piecewise_linear: ClassVar[bool] = True
-
-    def __init__(self, end: int = 2019):
-        columns = forcing_components(end)
-        times = columns["time"]
-        self.rest = ForcingSeries(times, columns["total"] - columns["aerosol"])
-        self.aerosol = ForcingSeries(times, columns["aerosol"])
 
     def __call__(self, t, params) -> Scalar:
         return self.rest(t, params) + params.aerosol_scale * self.aerosol(t, params)
@@ -145,3 +134,27 @@ class HistoricalForcing(AbstractScenario):
     @property
     def span(self) -> tuple[float, float] | None:
         return self.rest.span
+
+
+class HistoricalForcing(AbstractAerosolScaledForcing):
+    r"""The IPCC AR6 historical effective radiative forcing (1750-2019, W m-2
+    relative to 1750), with its aerosol part scaled by the parameter
+    `aerosol_scale` $s$ (see `ebm.AbstractAerosolScaledForcing`):
+
+    $$F(t) = F_\text{total}(t) + (s - 1)\,F_\text{aerosol}(t).$$
+
+    A run starts in 1750.5 from rest.
+
+    **Arguments:**
+
+    - `end`: the last year of the series (default 2019).
+    """
+
+    rest: ForcingSeries
+    aerosol: ForcingSeries
+
+    def __init__(self, end: int = 2019):
+        columns = forcing_components(end)
+        times = columns["time"]
+        self.rest = ForcingSeries(times, columns["total"] - columns["aerosol"])
+        self.aerosol = ForcingSeries(times, columns["aerosol"])
