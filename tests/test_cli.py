@@ -24,6 +24,7 @@ def test_equilibrium_json(capsys, tmp_path):
     assert 0 < report["ice_edge_degN"] < 90
     assert report["d_global_mean_d"]["D"] > 0  # more transport warms the poles' ice
     assert report["d_global_mean_d_units"]["D"] == "(K) (W m-2 K-1)-1"
+    assert report["d_global_mean_d_units"]["eccentricity"] == "K"
     assert plot.stat().st_size > 10_000
 
 
@@ -93,6 +94,8 @@ SUBCOMMANDS = [
     *MODEL_SUBCOMMANDS[:-1],
     "transient",
     "calibrate",
+    "emulate",
+    "project",
     "seaice",
     "memory",
     "cache",
@@ -114,6 +117,10 @@ def test_every_subcommand_has_help(capsys, command):
         assert "--netcdf" in out and "--enthalpy-width X" in out
     elif command == "calibrate":
         assert "--netcdf" in out and "--noise-correlation RHO" in out
+    elif command == "emulate":
+        assert "--table FILE.csv" in out and "--all" in out
+    elif command == "project":
+        assert "--netcdf" in out and "--draws FILE.nc" in out
     else:
         assert "--clear" in out
 

@@ -130,3 +130,47 @@ def test_two_layers_against_openscm_twolayermodel():
     assert np.max(np.abs(_yearly(model, params) - exact)) < 1e-7
     error = np.abs(theirs._temp_upper_mag - exact)
     assert 0.15 < error.max() < 0.3 and error[-1] < 2e-3
+
+
+def test_three_layers_under_an_ssp_against_fair():
+    # The same three-layer model, forcing-driven by the same effective radiative
+    # forcing (the AR6 history continued by ssp245), 1750-2100.
+    fair_ebm = pytest.importorskip("fair.energy_balance_model")
+
+    capacities, transfers = [7.3, 30.0, 100.0], [1.13, 1.5, 0.7]
+    scenario = ebm.SSPForcing("ssp245", end=2100)
+    model = ebm.NLayerModel(3, forcing=scenario)
+    params = model.Params(
+        C1=7.3, C2=30.0, C3=100.0, feedback=1.13, kappa2=1.5, kappa3=0.7,
+        efficacy=EFFICACY,
+    )  # fmt: skip
+    # The annual means, at the middle of each year 1750-2100.
+    times = np.asarray(scenario.rest.times)
+    forcing = np.array([float(scenario(t, params)) for t in times])
+    ends = jnp.arange(1751.0, 2101.0)
+    run = ebm.integrate(
+        params, model=model, years=350.0, solver="exact",
+        saveat=diffrax.SaveAt(ts=ends),
+    )  # fmt: skip
+    ours = np.asarray(run.Ts)
+
+    def fair_run(**options):
+        fair = fair_ebm.EnergyBalanceModel(
+            ocean_heat_capacity=capacities, ocean_heat_transfer=transfers,
+            deep_ocean_efficacy=EFFICACY, forcing_4co2=F4X, n_timesteps=times.size,
+            **options,
+        )  # fmt: skip
+        fair.add_forcing(forcing, 1)
+        fair.run()
+        # FaIR's state after k yearly steps, each under that year's mean forcing.
+        return fair.temperature[1 : 1 + ends.size, 0]
+
+    # FaIR filters its forcing (2 per year): up to 0.16 K off at volcanic
+    # eruptions (1816, after Tambora), 0.005 K in 2100.
+    difference = np.abs(ours - fair_run())
+    assert 0.1 < difference.max() < 0.2 and difference[-1] < 0.01
+    # Without its filter, what remains is its forcing held through each year where
+    # ebm's is linear between the years' middles: 0.06 K at eruptions, 4e-4 K in
+    # 2100.
+    difference = np.abs(ours - fair_run(gamma_autocorrelation=1e3))
+    assert difference.max() < 0.07 and difference[-1] < 1e-3

@@ -21,6 +21,7 @@ from ._analysis.derived import (
     ClimateSensitivity as ClimateSensitivity,
     SnowballFold as SnowballFold,
 )
+from ._analysis.emulate import Emulation as Emulation, emulate as emulate
 from ._analysis.ensemble import (
     Ensemble as Ensemble,
     EnsembleFailureWarning as EnsembleFailureWarning,
@@ -41,6 +42,13 @@ from ._analysis.priors import (
     LogNormal as LogNormal,
     Normal as Normal,
     Uniform as Uniform,
+)
+from ._analysis.project import (
+    AR6_PROJECTIONS as AR6_PROJECTIONS,
+    Projection as Projection,
+    WarmingGradient as WarmingGradient,
+    project as project,
+    warming_gradient as warming_gradient,
 )
 from ._analysis.sensitivity import (
     Hessian as Hessian,
@@ -70,6 +78,10 @@ from ._edges.plot import (
     plot_trajectory as plot_trajectory,
 )
 from ._edges.plot_calibration import plot_calibration as plot_calibration
+from ._edges.plot_projection import (
+    plot_emulation as plot_emulation,
+    plot_projection as plot_projection,
+)
 from ._edges.plot_run import plot_gregory as plot_gregory, plot_run as plot_run
 from ._edges.plot_seaice import plot_sea_ice as plot_sea_ice
 from ._layers.base import AbstractLayerModel as AbstractLayerModel
@@ -80,8 +92,14 @@ from ._layers.calibration import (
     historical_warming as historical_warming,
     predictive_warming as predictive_warming,
 )
+from ._layers.cmip6 import (
+    cmip6_models as cmip6_models,
+    cmip6_run as cmip6_run,
+    cmip6_tuning as cmip6_tuning,
+)
 from ._layers.deep_ocean import DeepOceanModel as DeepOceanModel
 from ._layers.historical import (
+    AbstractAerosolScaledForcing as AbstractAerosolScaledForcing,
     HistoricalForcing as HistoricalForcing,
     forcing_components as forcing_components,
     observed_warming as observed_warming,
@@ -102,6 +120,11 @@ from ._layers.scenarios import (
     AbstractScenario as AbstractScenario,
     ForcingSeries as ForcingSeries,
     OnePercentCO2 as OnePercentCO2,
+)
+from ._layers.ssp import (
+    SSP_SCENARIOS as SSP_SCENARIOS,
+    SSPForcing as SSPForcing,
+    ssp_forcing_range as ssp_forcing_range,
 )
 from ._layers.two_layer import (
     TwoLayerModel as TwoLayerModel,

@@ -407,7 +407,7 @@ def finish(report, result, params, arguments, plot, model=None) -> dict:
     elif path is not None:
         plot(path)
         report["plot"] = path
-    if arguments.netcdf is not None:
+    if getattr(arguments, "netcdf", None) is not None:
         from .._edges.io import save
 
         save(result, arguments.netcdf, params, model=model)
@@ -422,9 +422,10 @@ def check_outputs(arguments) -> None:
     import tempfile
 
     outputs = {
-        "--netcdf": arguments.netcdf,
+        "--netcdf": getattr(arguments, "netcdf", None),
         "--plot": plot_path(arguments),
         "--transport-plot": getattr(arguments, "transport_plot", None),
+        "--table": getattr(arguments, "table", None),
     }
     for option, path in outputs.items():
         if path is None:

@@ -34,6 +34,7 @@ from .variables import (
     global_attributes,
     latitude_variables,
     periodic_variables,
+    projection_variables,
     result_code_attributes,
     run_variables,
     seasonal_variables,
@@ -79,6 +80,7 @@ def to_dataset(result, params: Params | None = None, *, model=None):
     from .._analysis.ensemble import Ensemble
     from .._analysis.fit import FitResult
     from .._analysis.posterior import Posterior
+    from .._analysis.project import Projection
     from .._analysis.sensitivity import Sensitivity
     from .._layers.run import Run
     from .._steady.continuation import Branch
@@ -108,6 +110,7 @@ def to_dataset(result, params: Params | None = None, *, model=None):
         (Branch, "branch", branch_variables),
         (FitResult, "fit", fit_variables),
         (Sensitivity, "sensitivity", sensitivity_variables),
+        (Projection, "projection", projection_variables),
     )
     for cls, kind, variables_of in kinds:
         if isinstance(result, cls):
@@ -116,7 +119,7 @@ def to_dataset(result, params: Params | None = None, *, model=None):
         raise TypeError(
             "`result` must be an ebm Equilibrium, SteadyState, Trajectory, Run, "
             "SeasonalCycle, PeriodicState, Branch, FitResult, Sensitivity, "
-            "Ensemble or Posterior, got "
+            "Ensemble, Posterior or Projection, got "
             f"{type(result).__name__}."
         )
     if params is not None and not isinstance(params, AbstractParams):
@@ -186,6 +189,7 @@ def to_dataset(result, params: Params | None = None, *, model=None):
     # Bounds are data variables: as coordinates xarray would write a global
     # `coordinates` attribute, which CF does not define.
     coordinates = {"lat", "time", "lat_edge", "member", "layer", "point"}
+    coordinates |= {"scenario", "draw", "period", "quantile"}
     coordinates |= coordinate_names(getattr(result, "variables", None) or ())
     dataset = xarray.Dataset(
         {k: v for k, v in variables.items() if k not in coordinates},

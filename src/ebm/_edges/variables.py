@@ -563,7 +563,10 @@ def derivative_attributes(
         numerator = difference.get(units, units)
         parameter_units = container.declaration(name).units
         denominator = difference.get(parameter_units, parameter_units)
-        attributes["units"] = f"({numerator}) ({denominator})-1"
+        if denominator == "1":  # a dimensionless parameter
+            attributes["units"] = numerator
+        else:
+            attributes["units"] = f"({numerator}) ({denominator})-1"
     return attributes
 
 
@@ -756,4 +759,78 @@ def sweep_variables(result, container: type[Params], variables_of) -> dict:
         "converged",
         point,
     )
+    return variables
+
+
+def projection_variables(projection, container: type[Params]) -> dict:
+    """A projection's runs on `(scenario, draw, time)` (where kept), its periods'
+    means on `(scenario, draw, period)` with each period's first and last year,
+    their weighted quantiles on `(scenario, period, quantile)`, the draws'
+    weights and parameters along `draw`."""
+    del container  # the draws carry their own
+    scenario, draw, period = "scenario", "draw", "period"
+    count = as_numpy(projection.weights).size
+    quantiles = np.array([0.05, 0.17, 0.5, 0.83, 0.95])
+    variables = {
+        scenario: (
+            scenario,
+            np.array(projection.scenarios, dtype=object),
+            {"long_name": "SSP scenario (AR6 WG1 Chapter 7's name)"},
+        ),
+        draw: (draw, np.arange(count), {"long_name": "parameter draw"}),
+        period: (period, np.arange(len(projection.periods)), {"long_name": "period"}),
+        "period_years": (
+            (period, "nv"),
+            np.array(projection.periods, dtype=float),
+            {
+                "units": "year",
+                "long_name": "first and last calendar year of the period",
+            },
+        ),
+        "quantile": (
+            "quantile",
+            quantiles,
+            {"units": "1", "long_name": "quantile over the draws (weighted)"},
+        ),
+        "period_mean_warming": (
+            (scenario, draw, period),
+            as_numpy(projection.period_means),
+            {
+                "units": "K",
+                "long_name": "mean warming over the period above the draw's own "
+                "1850-1900 mean",
+            },
+        ),
+        "period_warming_quantiles": (
+            (scenario, period, "quantile"),
+            projection.quantiles(quantiles),
+            {"units": "K", "long_name": "weighted quantiles of period_mean_warming"},
+        ),
+        "weight": (
+            draw,
+            as_numpy(projection.weights),
+            {"units": "1", "long_name": "weight of the draw"},
+        ),
+        "ok": flag_variable(
+            projection.ok, "whether the draw's runs succeeded", "succeeded", draw
+        ),
+    }
+    for name in type(projection.params).field_names():
+        declaration = type(projection.params).declaration(name)
+        variables[f"param_{name}"] = (
+            draw,
+            as_numpy(getattr(projection.params, name)),
+            {"units": declaration.units, "long_name": declaration.long_name},
+        )
+    if projection.warming is not None:
+        variables.update(time_variables(projection.time))
+        variables["warming"] = (
+            (scenario, draw, "time"),
+            as_numpy(projection.warming),
+            {
+                "units": "K",
+                "long_name": "global surface warming above the draw's own 1850-1900 "
+                "mean, annual mean of the calendar year",
+            },
+        )
     return variables

@@ -186,14 +186,18 @@ def historical_warming(params, model=None, times=None):
     - `times`: increasing times within the forcing's span, some within 1850-1900.
     """
     import diffrax
+    import jax
     import jax.numpy as jnp
 
     from .._stepping.integrate import integrate
 
     model = TwoLayerModel(forcing=HistoricalForcing()) if model is None else model
-    times = observed_warming(1850, 2019)[0] if times is None else np.asarray(times)
+    times = observed_warming(1850, 2019)[0] if times is None else times
+    times = jnp.asarray(times, dtype=float)
     reference = (times >= REFERENCE[0]) & (times <= REFERENCE[1])
-    if not reference.any():
+    # (Checked where the times are known: traced ones, inside `ebm.project`'s
+    # ensemble, were checked where they were made.)
+    if not isinstance(times, jax.core.Tracer) and not bool(jnp.any(reference)):
         raise ValueError(
             f"`times` must include some within {REFERENCE[0]:g}-{REFERENCE[1]:g}, the "
             "reference period of the warming."
@@ -201,8 +205,9 @@ def historical_warming(params, model=None, times=None):
     run = integrate(
         params,
         model=model,
-        years=float(times[-1]) - model.forcing.start,
-        saveat=diffrax.SaveAt(ts=jnp.asarray(times, dtype=float)),
+        years=times[-1] - model.forcing.start,
+        saveat=diffrax.SaveAt(ts=times),
         solver="exact",
     )
-    return run.Ts - jnp.mean(run.Ts[reference])
+    mean = jnp.sum(jnp.where(reference, run.Ts, 0.0)) / jnp.sum(reference, dtype=float)
+    return run.Ts - mean
