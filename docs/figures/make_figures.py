@@ -442,6 +442,44 @@ def seaice_continuation(path):
     _benchmark("seaice_continuation").plot(saved["resolutions"][finest], path)
 
 
+@figure(
+    "The two-layer model's posterior given the observed warming, projected through "
+    "the SSPs: the median and 5-95 % range of its draws each year, and AR6's "
+    "assessed 20-year means (Table SPM.1).",
+    _from("ssp_projections"),
+)
+def ssp_projections(path):
+    _benchmark("ssp_projections").plot_plumes(_saved("ssp_projections"), path)
+
+
+@figure(
+    "The gradient of the 2081-2100 warming under ssp245 (the posterior median) with "
+    "respect to each year's forcing, by one reverse pass through the exact run.",
+    _from("ssp_projections"),
+)
+def warming_gradient(path):
+    _benchmark("ssp_projections").plot_gradient(_saved("ssp_projections"), path)
+
+
+@figure(
+    "Every shipped CMIP6 model emulated: the emulator's TCR against the model's own "
+    "1pctCO2 run (out of sample), and the misfits of ebm's fit against those of AR6 "
+    "Chapter 7's own tunings run through the same model.",
+    _from("ssp_projections"),
+)
+def cmip6_emulations(path):
+    _benchmark("ssp_projections").plot_emulations(_saved("ssp_projections"), path)
+
+
+@figure(
+    "Members per second of a 1750-2100 projection with its gradient "
+    "(`ebm.ensemble`), and of FaIR 2.x's own ensemble path without one.",
+    _from("projections"),
+)
+def projections_throughput(path):
+    _benchmark("projections").plot(_saved("projections"), path)
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("names", nargs="*", metavar="NAME", help=", ".join(FIGURES))
