@@ -56,6 +56,7 @@ from ._analysis.sensitivity import (
     hessian as hessian,
     sensitivity as sensitivity,
 )
+from ._deep_ocean.model import DeepOceanModel as DeepOceanModel
 from ._edges import cache as _cache
 from ._edges.cache import (
     CompilationCacheWarning as CompilationCacheWarning,
@@ -97,7 +98,6 @@ from ._layers.cmip6 import (
     cmip6_run as cmip6_run,
     cmip6_tuning as cmip6_tuning,
 )
-from ._layers.deep_ocean import DeepOceanModel as DeepOceanModel
 from ._layers.historical import (
     AbstractAerosolScaledForcing as AbstractAerosolScaledForcing,
     HistoricalForcing as HistoricalForcing,

@@ -11,7 +11,7 @@ MODELS = ("zonal", "zonal-deep-ocean")
 
 def add_parser(subparsers) -> None:
     """`ebm seasonal` and its flags, on `subparsers`."""
-    from .._layers.deep_ocean import _DEEP
+    from .._deep_ocean.model import _DEEP
     from .._physics.insolation.daily import DailyInsolation
     from .._stepping.steppers.names import STEPPERS
 
@@ -62,7 +62,7 @@ def add_parser(subparsers) -> None:
 
 def run(arguments) -> dict:
     """The cycle's diagnostics, and its plot."""
-    from .._layers.deep_ocean import _DEEP
+    from .._deep_ocean.model import _DEEP
 
     deep = [p.name for p in _DEEP if getattr(arguments, p.name) is not None]
     if arguments.model == "zonal-deep-ocean":
@@ -105,7 +105,7 @@ def _run_deep_ocean(arguments) -> dict:
     variable's Hovmoller plot."""
     import numpy as np
 
-    from .._layers.deep_ocean import DeepOceanModel
+    from .._deep_ocean.model import DeepOceanModel
     from .._layers.scenarios import AbruptCO2
 
     surface, surface_params = common.setup(arguments)

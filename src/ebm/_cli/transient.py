@@ -15,7 +15,7 @@ SCENARIOS = ("1pctCO2", "abrupt-4xCO2", "abrupt-2xCO2", "historical")
 def _containers() -> dict:
     """Each model's parameter container, without building a model (a zonal one
     holds arrays, and would start JAX's backend while the parser is made)."""
-    from .._layers.deep_ocean import params_of
+    from .._deep_ocean.model import params_of
     from .._layers.n_layer import NLayerModel
     from .._layers.two_layer import TwoLayerModel
     from .._model.params import Params
@@ -28,7 +28,7 @@ def _containers() -> dict:
 
 
 def _model(name: str, n_lat: int):
-    from .._layers.deep_ocean import DeepOceanModel
+    from .._deep_ocean.model import DeepOceanModel
     from .._layers.n_layer import NLayerModel
     from .._layers.two_layer import TwoLayerModel
     from .._model.grid import Grid

@@ -35,7 +35,8 @@ def plot_sea_ice(cycle, model, params, *, ax=None, path=None, title=None):
     """
     import jax
 
-    from .._seaice.model import MELTING_POINT, SeaIceModel
+    from .._seaice.model import SeaIceModel
+    from .._seaice.surface import MELTING_POINT
     from .._steady.periodic_models import PeriodicState
 
     if not isinstance(model, SeaIceModel):

@@ -92,6 +92,17 @@ class AbstractLayerModel(AbstractModel):
         del params
         return self.from_vector(jnp.zeros(self.layers))
 
+    def walked_model(self, params: AbstractParams, parameter: str, t, start):
+        """Refused: a layer model is linear, one steady state (`F / feedback`) for
+        each parameter value, and no fold."""
+        del params, parameter, t, start
+        raise ValueError(
+            "ebm.continuation and ebm.fold walk the zonal model and "
+            f"ebm.DeepOceanModel, not {type(self).__name__}. The global layer "
+            "models are linear (one steady state, F / feedback, for each parameter "
+            "value, and no fold): sweep ebm.equilibrium under jax.vmap instead."
+        )
+
     def surface_temperature(self, y: PyTree) -> Array:
         return jnp.asarray(y["T"])
 

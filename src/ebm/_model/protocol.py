@@ -27,6 +27,7 @@ Besides the tendency a model gives
 
 import abc
 import dataclasses
+from typing import ClassVar
 
 import equinox as eqx
 import jax.numpy as jnp
@@ -163,6 +164,40 @@ class AbstractModel(eqx.Module):
         loses or gains its ice cap."""
         del t, y, params
         return None
+
+    start_names: ClassVar[tuple[str, ...]] = ("present",)
+    """The start states `ebm.equilibrium` takes by name (`"present"`: the model's
+    `initial_state`); a model whose steady state is a zonal model's takes that
+    model's branches (`"warm"`, `"cold"`) too."""
+
+    def steady_state(
+        self, params: AbstractParams, t, start, *, max_steps: int, near_fold, throw
+    ):
+        """The model's steady state under the forcing of time `t`, for a model that
+        finds it otherwise than by Newton's method on its whole state (as
+        `ebm.DeepOceanModel`, from its surface's equilibrium):
+        `(state, surface, result, num_steps)`, `surface` the `ebm.Equilibrium` it
+        came from. `None` (the default): `ebm.equilibrium` runs Newton's method on
+        the tendency from `start` (a state of the model)."""
+        del params, t, start, max_steps, near_fold, throw
+        return None
+
+    def walked_model(self, params: AbstractParams, parameter: str, t, start):
+        """`(params, model, start)` of the zonal model whose branch and folds are
+        this model's steady states under the forcing of time `t`: what
+        `ebm.continuation` and `ebm.fold` walk for it.
+
+        **Raises:**
+
+        - `ValueError`: for a model whose steady states are not a zonal model's
+            (the default).
+        """
+        del params, parameter, t, start
+        raise ValueError(
+            "ebm.continuation and ebm.fold walk the zonal model and models whose "
+            "steady states are a zonal model's (ebm.DeepOceanModel), not "
+            f"{type(self).__name__}: sweep ebm.equilibrium under jax.vmap instead."
+        )
 
     def jacobian(
         self, t, y: PyTree, params: AbstractParams

@@ -49,6 +49,15 @@ from .._model.declarations import Parameter
 from .._model.parameters import AbstractParams, params_class
 from .._model.protocol import AbstractModel, Coordinate, Variable
 from .._numerics.tridiagonal import TridiagonalMatrix, probe_tridiagonal
+from .stepper import SeaIceEuler
+from .surface import (
+    NEWTON_FAILED,
+    NEWTON_STEPS,
+    NEWTON_TOLERANCE,
+    below_melting,
+    ice_cover,
+    ice_enthalpy,
+)
 
 
 def _positive(name, default, units, long_name, open_=True):
@@ -86,51 +95,6 @@ SeaIceParams = params_class(
         "and section 2d, and the widths of the blended switches (0: their steps)."
     ),
 )
-
-MELTING_POINT = 0.0
-"""The melting point of the ice surface, degC (WE15's $T_m$)."""
-
-NEWTON_TOLERANCE = 1e-9
-"""The largest residual, K, of the surface-temperature equations that Newton's
-method accepts."""
-
-NEWTON_STEPS = 40
-"""Newton's iteration limit for the surface temperature."""
-
-NEWTON_FAILED = 1e-6
-"""A residual, K, above which Newton's method for the surface temperature has
-failed: the temperature is then NaN, and a step that needed it inaccurate."""
-
-
-def _smooth(width, hard, smooth):
-    """`smooth(width)` for a positive `width`, `hard` at width 0 (differentiable in
-    both, with no NaN in the branch not taken)."""
-    positive = width > 0
-    return jnp.where(positive, smooth(jnp.where(positive, width, 1.0)), hard)
-
-
-def ice_cover(E, width):
-    """The blended ice cover `w`, 1 under ice (`E < 0`), 0 over open water."""
-    return _smooth(
-        width,
-        jnp.where(E < 0, 1.0, 0.0),
-        lambda w: 0.5 * (1.0 - jnp.tanh(E / w)),
-    )
-
-
-def ice_enthalpy(E, width):
-    """The blended enthalpy of the ice, `e = max(-E, 0)`, W yr m-2."""
-    return _smooth(width, jnp.maximum(-E, 0.0), lambda w: w * jax.nn.softplus(-E / w))
-
-
-def below_melting(T0, width):
-    """The blended `min(T0, Tm)`, `Tm - width log(1 + exp((Tm - T0) / width))`,
-    degC (`Tm` = `MELTING_POINT`)."""
-    return _smooth(
-        width,
-        jnp.minimum(T0, MELTING_POINT),
-        lambda w: MELTING_POINT - w * jax.nn.softplus((MELTING_POINT - T0) / w),
-    )
 
 
 def _centres(n: int) -> np.ndarray:
@@ -336,8 +300,6 @@ class SeaIceModel(AbstractModel):
 
     def default_stepper(self):
         """`ebm.SeaIceEuler()`: implicit in the temperature, O(n) per step."""
-        from .stepper import SeaIceEuler
-
         return SeaIceEuler()
 
     def default_solver(self):

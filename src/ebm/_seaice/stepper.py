@@ -35,10 +35,10 @@ import jax.numpy as jnp
 
 from .._stepping.steppers.base import AbstractStepper
 from .._stepping.steppers.flat import FlatModel
-from .model import NEWTON_FAILED, SeaIceModel
+from .surface import NEWTON_FAILED
 
 
-def euler_step(model: SeaIceModel, t, E, params, dt):
+def euler_step(model, t, E, params, dt):
     """`(E at t + dt, the largest residual Newton's method left)` from `E` at `t`."""
     absorbed = model.coalbedo(E, params) * model.insolation(t + 0.5 * dt, params)
     absorbed = absorbed - params.A + params.F
@@ -59,7 +59,13 @@ class SeaIceEuler(AbstractStepper):
 
     def init(self, model, params, T0, dt):
         del params, T0, dt
-        if not (isinstance(model, FlatModel) and isinstance(model.model, SeaIceModel)):
+        # The sea-ice model's own step (its implicit surface temperature), whose
+        # class imports this stepper as its default: named by its method, not its
+        # class, so that the two modules do not import each other.
+        seaice = getattr(model, "model", None)
+        if not (
+            isinstance(model, FlatModel) and hasattr(seaice, "implicit_temperature")
+        ):
             raise ValueError(
                 "SeaIceEuler steps ebm.SeaIceModel, not "
                 f"{type(getattr(model, 'model', model)).__name__}."
@@ -68,7 +74,7 @@ class SeaIceEuler(AbstractStepper):
 
     def step(self, model: FlatModel, state, t, v, params, dt):
         del state
-        seaice: SeaIceModel = model.model
+        seaice = model.model
         t = model.t0 + t
 
         def advance(v, t, dt):

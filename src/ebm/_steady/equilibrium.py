@@ -291,7 +291,6 @@ def equilibrium(
 def _protocol_equilibrium(
     params, model, grid, start, solver, adjoint, max_steps, near_fold, throw, t
 ):
-    from .._layers.deep_ocean import DeepOceanModel
     from .steady_state import model_equilibrium
 
     resolve_any_model(model, grid)
@@ -309,14 +308,12 @@ def _protocol_equilibrium(
             )
     if not isinstance(throw, bool):
         raise TypeError(f"`throw` must be True or False, got {throw!r}.")
-    if isinstance(start, str) and not isinstance(model, DeepOceanModel):
-        if start != "present":
-            raise ValueError(
-                f"`start` for {type(model).__name__} is a state of the model (default "
-                f"its initial state); the branches by name are the zonal model's, got "
-                f"{start!r}."
-            )
-        start = None
+    if isinstance(start, str) and start not in model.start_names:
+        raise ValueError(
+            f"`start` for {type(model).__name__} is a state of the model (default "
+            f"its initial state) or one of {model.start_names}; the other branches "
+            f"by name are the zonal model's, got {start!r}."
+        )
     return model_equilibrium(
         params,
         model,

@@ -30,7 +30,6 @@ from jaxtyping import Array, Bool, Int, PyTree
 from .._custom_types import Scalar
 from .._layers.run import check_model_params, check_state
 from .._layers.scenarios import AbstractScenario
-from .._model.parameters import AbstractParams
 from .._model.protocol import AbstractModel, Variable, state_arrays
 from .._results import (
     RESULTS,
@@ -101,28 +100,6 @@ def _forcing_time(model: AbstractModel, t):
     return value
 
 
-def surface_equivalent(params, model, t) -> AbstractParams:
-    """The parameters of `model.surface` (an `ebm.DeepOceanModel`'s) whose zonal
-    equilibrium is `model`'s steady state at time `t` (already resolved by
-    `_forcing_time`): the scenario's forcing at `t` added to the surface's
-    `forcing`. There the deep ocean is at the surface's temperature and exchanges
-    nothing, so `gamma`, `C_deep` and the efficacy do not enter.
-
-    **Raises:**
-
-    - `TypeError`: for a surface model without a `forcing` parameter.
-    """
-    surface_params = model.surface_params(params)
-    if "forcing" not in type(surface_params).field_names():
-        raise TypeError(
-            "The steady state of ebm.DeepOceanModel adds the scenario's forcing "
-            "to its surface model's `forcing` parameter, and this surface model "
-            "has none: give it an ebm.UniformForcing term."
-        )
-    added = surface_params.forcing + model.forcing(t, params)
-    return eqx.tree_at(lambda p: p.forcing, surface_params, added)
-
-
 def model_equilibrium(
     params,
     model: AbstractModel,
@@ -135,27 +112,16 @@ def model_equilibrium(
 ) -> SteadyState:
     """`ebm.equilibrium` for `model` (see the module docstring and
     `ebm.equilibrium`)."""
-    from .._layers.deep_ocean import DeepOceanModel
-    from .equilibrium import equilibrium
-
     params = check_model_params(params, model)
     t = _forcing_time(model, t)
-    if isinstance(model, DeepOceanModel):
-        surface_params = surface_equivalent(params, model, t)
-        if isinstance(start, dict):
-            start = start["T"]
-        surface = equilibrium(
-            surface_params,
-            model=model.surface,
-            start="present" if start is None else start,
-            max_steps=max_steps,
-            near_fold=near_fold,
-            throw=throw,
-        )
-        state = {"T": surface.T, "T_deep": surface.T}
-        return _steady_state(
-            model, params, state, t, surface, surface.result, surface.num_steps
-        )
+    own = model.steady_state(
+        params, t, start, max_steps=max_steps, near_fold=near_fold, throw=throw
+    )
+    if own is not None:
+        state, surface, result, num_steps = own
+        return _steady_state(model, params, state, t, surface, result, num_steps)
+    if isinstance(start, str) and start == "present":
+        start = None
     y0 = check_state(model, params, start, "start")
     state, result, num_steps = _root(model, params, y0, jnp.asarray(t), max_steps)
     if not throw:

@@ -1,11 +1,11 @@
 """Which models `ebm.continuation` and `ebm.fold` walk, and how.
 
-The zonal model is walked as it is. An `ebm.DeepOceanModel`'s steady states are
-its surface model's equilibria with the scenario's forcing at time `t` added (the
-deep ocean at the surface's temperature, exchanging nothing: see
-`surface_equivalent`), so its branch and its folds are those of the surface model,
-and the deep ocean's temperature along them is the surface's. The global layer
-models are linear: one steady state per parameter value (`F / feedback`), no fold.
+The zonal model is walked as it is. Any other model says which zonal model's
+branch its steady states are (`model.walked_model`): an `ebm.DeepOceanModel`'s are
+its surface model's equilibria with the scenario's forcing at time `t` added, so
+its branch and its folds are those of the surface model. A model whose steady
+states are no zonal model's (the global layer models are linear: one steady state
+per parameter value, no fold) refuses.
 """
 
 from ..._model.model import EnergyBalanceModel
@@ -23,10 +23,9 @@ def on_the_surface(params, parameter: str, model, grid, start, t):
         with no folds to walk (the global layer models).
     - `TypeError`: for parameters that are not the model's.
     """
-    from ..._layers.deep_ocean import DeepOceanModel
     from ..._layers.run import check_model_params
     from ..._model.start import check_zonal_params, resolve_model
-    from ..steady_state import _forcing_time, surface_equivalent
+    from ..steady_state import _forcing_time
 
     if model is None or isinstance(model, EnergyBalanceModel):
         if t is not None:
@@ -41,44 +40,10 @@ def on_the_surface(params, parameter: str, model, grid, start, t):
             "`model` must be an ebm model (ebm.EnergyBalanceModel or "
             f"ebm.DeepOceanModel here), got {type(model).__name__}."
         )
-    if not isinstance(model, DeepOceanModel):
-        raise ValueError(
-            "ebm.continuation and ebm.fold walk the zonal model and "
-            f"ebm.DeepOceanModel, not {type(model).__name__}. The global layer "
-            "models are linear (one steady state, F / feedback, for each parameter "
-            "value, and no fold): sweep ebm.equilibrium under jax.vmap instead."
-        )
     if grid is not None:
         raise ValueError(
             f"`grid` is for the zonal model; {type(model).__name__} carries its "
             "surface model's."
         )
-    params = check_model_params(params, model)
-    # The walk is the surface's, with the scenario's forcing added to its
-    # `forcing`: that parameter, and those of the scenario (F2x, ...), would be
-    # walked and reported shifted by it.
-    surface_names = model.surface.Params.field_names()
-    walkable = tuple(n for n in surface_names if n != "forcing")
-    if parameter not in walkable:
-        if parameter != "forcing" and parameter not in model.Params.field_names():
-            raise ValueError(
-                f"`parameter` must be a parameter of the model, one of {walkable}, "
-                f"got {parameter!r}."
-            )
-        moves = parameter not in ("gamma", "C_deep", "efficacy")
-        reason = (
-            "moves them through the forcing the walk adds to the surface's"
-            if moves
-            else "does not move them (the deep ocean sits at the surface's "
-            "temperature there)"
-        )
-        raise ValueError(
-            f"`parameter` = {parameter!r} {reason}: ebm.DeepOceanModel's steady "
-            f"states are walked in one of {walkable}. To walk the forcing, walk "
-            "`forcing` of the surface model (model.surface) with the scenario's "
-            "forcing added to it."
-        )
-    surface_params = surface_equivalent(params, model, _forcing_time(model, t))
-    if isinstance(start, dict):
-        start = start["T"]
-    return surface_params, model.surface, start
+    check_model_params(params, model)
+    return model.walked_model(params, parameter, _forcing_time(model, t), start)

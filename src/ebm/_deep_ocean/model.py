@@ -16,22 +16,28 @@ acts.
 """
 
 import functools
+from typing import ClassVar
 
+import diffrax
 import equinox as eqx
 from jaxtyping import PyTree
 
 from .._constants import SECONDS_PER_YEAR
 from .._custom_types import Scalar
-from .._model.model import EnergyBalanceModel
-from .._model.parameters import AbstractParams, params_class
-from .._model.protocol import AbstractModel, Variable
-from .scenarios import (
+from .._layers.run import check_model_params
+from .._layers.scenarios import (
     AbruptCO2,
     AbstractScenario,
     check_scenario,
     with_scenario_parameters,
 )
-from .two_layer import PARAMETERS
+from .._layers.two_layer import PARAMETERS
+from .._model.model import EnergyBalanceModel
+from .._model.parameters import AbstractParams, params_class
+from .._model.protocol import AbstractModel, Variable
+from .._model.start import initial_profile
+from .._steady.equilibrium import equilibrium
+from .._stepping.options import time_scales
 
 
 _DEEP = tuple(p for p in PARAMETERS if p.name in ("gamma", "C_deep", "efficacy", "F2x"))
@@ -66,6 +72,8 @@ class DeepOceanModel(AbstractModel):
     # at `import ebm`, before the command line or the tests can set XLA's flags.
     surface: EnergyBalanceModel = eqx.field(default_factory=EnergyBalanceModel)
     forcing: AbstractScenario = AbruptCO2()
+
+    start_names: ClassVar[tuple[str, ...]] = ("present", "warm", "cold")
 
     def __check_init__(self):
         if not isinstance(self.surface, EnergyBalanceModel):
@@ -110,9 +118,6 @@ class DeepOceanModel(AbstractModel):
         """The surface model's stable equilibrium, with the deep ocean at it; for a
         seasonal surface (which has no equilibrium), the present-day profile
         (`ebm.present_day_profile`)."""
-        from .._model.start import initial_profile
-        from .._steady.equilibrium import equilibrium
-
         surface_params = self.surface_params(params)
         if self.surface.insolation.seasonal:
             T = initial_profile("present", surface_params, self.surface.grid)
@@ -144,8 +149,6 @@ class DeepOceanModel(AbstractModel):
         """`(fastest, slowest)`: the surface's fastest radiative relaxation (what
         sizes the implicit solver's steps, as for `ebm.integrate` of the zonal
         model) and the deep ocean's `C_deep / gamma`, years."""
-        from .._stepping.options import time_scales
-
         if y is None:
             y = self.initial_state(params)
         scales = time_scales(self.surface_params(params), self.surface, y["T"])
@@ -153,6 +156,81 @@ class DeepOceanModel(AbstractModel):
 
     def default_solver(self):
         """`diffrax.Kvaerno5()`: the transport is stiff."""
-        import diffrax
-
         return diffrax.Kvaerno5()
+
+    def surface_equivalent(self, params: AbstractParams, t) -> AbstractParams:
+        """The surface model's parameters whose zonal equilibrium is this model's
+        steady state at time `t`: the scenario's forcing at `t` added to the
+        surface's `forcing`. There the deep ocean is at the surface's temperature
+        and exchanges nothing, so `gamma`, `C_deep` and the efficacy do not enter.
+
+        **Raises:**
+
+        - `TypeError`: for a surface model without a `forcing` parameter.
+        """
+        surface_params = self.surface_params(params)
+        if "forcing" not in type(surface_params).field_names():
+            raise TypeError(
+                "The steady state of ebm.DeepOceanModel adds the scenario's forcing "
+                "to its surface model's `forcing` parameter, and this surface model "
+                "has none: give it an ebm.UniformForcing term."
+            )
+        added = surface_params.forcing + self.forcing(t, params)
+        return eqx.tree_at(lambda p: p.forcing, surface_params, added)
+
+    def steady_state(
+        self, params: AbstractParams, t, start, *, max_steps: int, near_fold, throw
+    ):
+        """The surface's equilibrium (`ebm.equilibrium` of `self.surface`, its
+        branches by name, from `start` or its `"T"`) under `surface_equivalent`,
+        with the deep ocean at it."""
+        if isinstance(start, dict):
+            start = start["T"]
+        surface = equilibrium(
+            self.surface_equivalent(params, t),
+            model=self.surface,
+            start="present" if start is None else start,
+            max_steps=max_steps,
+            near_fold=near_fold,
+            throw=throw,
+        )
+        state = {"T": surface.T, "T_deep": surface.T}
+        return state, surface, surface.result, surface.num_steps
+
+    def walked_model(self, params: AbstractParams, parameter: str, t, start):
+        """The surface model under `surface_equivalent`: the branch and folds of
+        this model's steady states are the surface's, with the deep ocean at the
+        surface's temperature along them. Its `forcing` and the scenario's
+        parameters are refused (they would be walked and reported shifted by the
+        forcing added to the surface's), as are `gamma`, `C_deep` and
+        `efficacy`, which do not move the steady states.
+
+        **Raises:**
+
+        - `ValueError`: for a parameter that is not walked (see above).
+        """
+        params = check_model_params(params, self)
+        surface_names = self.surface.Params.field_names()
+        walkable = tuple(n for n in surface_names if n != "forcing")
+        if parameter not in walkable:
+            if parameter != "forcing" and parameter not in self.Params.field_names():
+                raise ValueError(
+                    "`parameter` must be a parameter of the model, one of "
+                    f"{walkable}, got {parameter!r}."
+                )
+            moves = parameter not in ("gamma", "C_deep", "efficacy")
+            reason = (
+                "moves them through the forcing the walk adds to the surface's"
+                if moves
+                else "does not move them (the deep ocean sits at the surface's "
+                "temperature there)"
+            )
+            raise ValueError(
+                f"`parameter` = {parameter!r} {reason}: ebm.DeepOceanModel's steady "
+                f"states are walked in one of {walkable}. To walk the forcing, walk "
+                "`forcing` of the surface model (model.surface) with the scenario's "
+                "forcing added to it."
+            )
+        if isinstance(start, dict):
+            start = start["T"]
+        return self.surface_equivalent(params, t), self.surface, start

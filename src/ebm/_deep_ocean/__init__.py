@@ -1,0 +1,1 @@
+"""The zonal model over a deep ocean: `ebm.DeepOceanModel`."""
