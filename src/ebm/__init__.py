@@ -17,6 +17,13 @@ import jax
 
 jax.config.update("jax_enable_x64", True)
 
+from ._analysis.calibration import (
+    AR6_RANGES as AR6_RANGES,
+    calibrate_historical as calibrate_historical,
+    historical_priors as historical_priors,
+    historical_warming as historical_warming,
+    predictive_warming as predictive_warming,
+)
 from ._analysis.derived import (
     ClimateSensitivity as ClimateSensitivity,
     SnowballFold as SnowballFold,
@@ -86,24 +93,6 @@ from ._edges.plot_projection import (
 from ._edges.plot_run import plot_gregory as plot_gregory, plot_run as plot_run
 from ._edges.plot_seaice import plot_sea_ice as plot_sea_ice
 from ._layers.base import AbstractLayerModel as AbstractLayerModel
-from ._layers.calibration import (
-    AR6_RANGES as AR6_RANGES,
-    calibrate_historical as calibrate_historical,
-    historical_priors as historical_priors,
-    historical_warming as historical_warming,
-    predictive_warming as predictive_warming,
-)
-from ._layers.cmip6 import (
-    cmip6_models as cmip6_models,
-    cmip6_run as cmip6_run,
-    cmip6_tuning as cmip6_tuning,
-)
-from ._layers.historical import (
-    AbstractAerosolScaledForcing as AbstractAerosolScaledForcing,
-    HistoricalForcing as HistoricalForcing,
-    forcing_components as forcing_components,
-    observed_warming as observed_warming,
-)
 from ._layers.metrics import (
     Gregory as Gregory,
     RegimeChangeWarning as RegimeChangeWarning,
@@ -115,17 +104,6 @@ from ._layers.metrics import (
 )
 from ._layers.n_layer import NLayerModel as NLayerModel
 from ._layers.run import Run as Run
-from ._layers.scenarios import (
-    AbruptCO2 as AbruptCO2,
-    AbstractScenario as AbstractScenario,
-    ForcingSeries as ForcingSeries,
-    OnePercentCO2 as OnePercentCO2,
-)
-from ._layers.ssp import (
-    SSP_SCENARIOS as SSP_SCENARIOS,
-    SSPForcing as SSPForcing,
-    ssp_forcing_range as ssp_forcing_range,
-)
 from ._layers.two_layer import (
     TwoLayerModel as TwoLayerModel,
     TwoLayerParams as TwoLayerParams,
@@ -195,6 +173,28 @@ from ._physics.transport.moist import (
     MoistDiffusiveTransport as MoistDiffusiveTransport,
 )
 from ._results import RESULTS as RESULTS
+from ._scenarios.base import (
+    AbruptCO2 as AbruptCO2,
+    AbstractScenario as AbstractScenario,
+    ForcingSeries as ForcingSeries,
+    OnePercentCO2 as OnePercentCO2,
+)
+from ._scenarios.cmip6 import (
+    cmip6_models as cmip6_models,
+    cmip6_run as cmip6_run,
+    cmip6_tuning as cmip6_tuning,
+)
+from ._scenarios.historical import (
+    AbstractAerosolScaledForcing as AbstractAerosolScaledForcing,
+    HistoricalForcing as HistoricalForcing,
+    forcing_components as forcing_components,
+    observed_warming as observed_warming,
+)
+from ._scenarios.ssp import (
+    SSP_SCENARIOS as SSP_SCENARIOS,
+    SSPForcing as SSPForcing,
+    ssp_forcing_range as ssp_forcing_range,
+)
 from ._seaice.metrics import (
     ice_free_forcing as ice_free_forcing,
     summer_ice_edge as summer_ice_edge,

@@ -18,11 +18,11 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, Bool
 
-from .._layers.scenarios import AbstractScenario, run_start
 from .._model.parameters import params_checked
 from .._model.params import Params
 from .._model.protocol import AbstractModel
 from .._results import RESULTS
+from .._scenarios.base import AbstractScenario, run_start
 from .._steady.equilibrium import Equilibrium, equilibrium
 from .._stepping.integrate import integrate
 

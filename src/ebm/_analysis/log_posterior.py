@@ -259,7 +259,7 @@ def observable_shapes(model: AbstractModel, params) -> dict[str, tuple[int, ...]
             "ice_edge_south": (),
             "heat_transport": (n_lat + 1,),
         }
-    from .._layers.scenarios import run_start
+    from .._scenarios.base import run_start
 
     surface = jax.eval_shape(
         lambda: model.temperature(run_start(model), model.initial_state(params), params)

@@ -22,9 +22,9 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array
 
-from .._layers.calibration import historical_warming
-from .._layers.ssp import SSPForcing, check_scenario_name
 from .._results import with_result_names
+from .._scenarios.ssp import SSPForcing, check_scenario_name
+from .calibration import historical_warming
 
 
 PERIODS = ((2021, 2040), (2041, 2060), (2081, 2100))

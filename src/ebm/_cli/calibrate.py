@@ -68,13 +68,13 @@ def run(arguments) -> dict:
 
     import numpy as np
 
-    from .._layers.calibration import (
+    from .._analysis.calibration import (
         AR6_RANGES,
         calibrate_historical,
         predictive_warming,
     )
-    from .._layers.historical import HistoricalForcing
     from .._layers.two_layer import TwoLayerModel
+    from .._scenarios.historical import HistoricalForcing
 
     model = TwoLayerModel(forcing=HistoricalForcing())
     params = model.Params(F2x=arguments.F2x)

@@ -372,7 +372,7 @@ def add_derivatives(report: dict, key: str, gradient, output_units: str) -> None
     `report[key + "_units"]`: the units of each, as the files write them
     (`"(K) (W m-2)-1"`: the output's over the parameter's, differences of degC in
     K)."""
-    from .._edges.variables import derivative_attributes
+    from .._edges.analysis_variables import derivative_attributes
 
     container = type(gradient)
     report[key] = floats(gradient)

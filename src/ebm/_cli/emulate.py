@@ -51,10 +51,10 @@ def run(arguments) -> dict:
     import csv
 
     from .._analysis.emulate import emulate, emulation_table
-    from .._layers.cmip6 import check_model_name, cmip6_models
     from .._layers.n_layer import NLayerModel
     from .._layers.two_layer import TwoLayerModel
     from .._results import RESULTS
+    from .._scenarios.cmip6 import check_model_name, cmip6_models
 
     if arguments.all and arguments.names:
         raise ValueError("Name CMIP6 models or give --all, not both.")

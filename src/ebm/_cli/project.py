@@ -12,7 +12,7 @@ QUANTILES = (0.05, 0.5, 0.95)
 
 def add_parser(subparsers) -> None:
     """`ebm project` and its flags, on `subparsers`."""
-    from .._layers.ssp import SSP_SCENARIOS
+    from .._scenarios.ssp import SSP_SCENARIOS
 
     parser = subparsers.add_parser(
         NAME,
@@ -88,8 +88,8 @@ def run(arguments) -> dict:
         draws = _draws_from_file(arguments.draws, model, arguments.F2x)
         source = f"the draws of {arguments.draws}"
     else:
-        from .._layers.calibration import calibrate_historical
-        from .._layers.historical import HistoricalForcing
+        from .._analysis.calibration import calibrate_historical
+        from .._scenarios.historical import HistoricalForcing
 
         historical = TwoLayerModel(forcing=HistoricalForcing())
         draws = calibrate_historical(
@@ -134,7 +134,7 @@ def _draws_from_file(path, model, F2x):
     import numpy as np
 
     from .._edges.io import load
-    from .._layers.ssp import SSPForcing
+    from .._scenarios.ssp import SSPForcing
 
     container = model.__class__(forcing=SSPForcing()).Params
     dataset = load(path)

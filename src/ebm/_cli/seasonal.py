@@ -106,7 +106,7 @@ def _run_deep_ocean(arguments) -> dict:
     import numpy as np
 
     from .._deep_ocean.model import DeepOceanModel
-    from .._layers.scenarios import AbruptCO2
+    from .._scenarios.base import AbruptCO2
 
     surface, surface_params = common.setup(arguments)
     factor = 1.0 if arguments.co2_factor is None else arguments.co2_factor

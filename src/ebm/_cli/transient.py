@@ -112,7 +112,7 @@ def run(arguments) -> dict:
         polar_amplification,
         tcr,
     )
-    from .._layers.scenarios import run_start
+    from .._scenarios.base import run_start
     from .._stepping.integrate import integrate
 
     zonal = arguments.model == "zonal-deep-ocean"
@@ -211,8 +211,8 @@ def _scenario(arguments):
 
     import numpy as np
 
-    from .._layers.historical import HistoricalForcing
-    from .._layers.scenarios import AbruptCO2, ForcingSeries, OnePercentCO2
+    from .._scenarios.base import AbruptCO2, ForcingSeries, OnePercentCO2
+    from .._scenarios.historical import HistoricalForcing
 
     if arguments.forcing_file is not None:
         try:

@@ -25,17 +25,17 @@ from jaxtyping import PyTree
 from .._constants import SECONDS_PER_YEAR
 from .._custom_types import Scalar
 from .._layers.run import check_model_params
-from .._layers.scenarios import (
-    AbruptCO2,
-    AbstractScenario,
-    check_scenario,
-    with_scenario_parameters,
-)
 from .._layers.two_layer import PARAMETERS
 from .._model.model import EnergyBalanceModel
 from .._model.parameters import AbstractParams, params_class
 from .._model.protocol import AbstractModel, Variable
 from .._model.start import initial_profile
+from .._scenarios.base import (
+    AbruptCO2,
+    AbstractScenario,
+    check_scenario,
+    with_scenario_parameters,
+)
 from .._steady.equilibrium import equilibrium
 from .._stepping.options import time_scales
 

@@ -24,23 +24,25 @@ import numpy as np
 from .._model.grid import Grid
 from .._model.parameters import AbstractParams
 from .._model.params import Params
+from .analysis_variables import (
+    ensemble_variables,
+    fit_variables,
+    periodic_variables,
+    projection_variables,
+    sensitivity_variables,
+    sweep_variables,
+)
 from .variables import (
     branch_variables,
     coordinate_names,
-    ensemble_variables,
     equilibrium_variables,
-    fit_variables,
     flux_diagnostics,
     global_attributes,
     latitude_variables,
-    periodic_variables,
-    projection_variables,
     result_code_attributes,
     run_variables,
     seasonal_variables,
-    sensitivity_variables,
     steady_state_variables,
-    sweep_variables,
     trajectory_variables,
     xarray_module,
 )

@@ -24,7 +24,7 @@ def plot_calibration(draws, *, runs=None, ax=None, path=None):
 
     The matplotlib `Figure` drawn on.
     """
-    from .._layers.calibration import AR6_RANGES, predictive_warming
+    from .._analysis.calibration import AR6_RANGES, predictive_warming
 
     log_posterior = draws.log_posterior
     times = np.asarray(log_posterior.problem.times)

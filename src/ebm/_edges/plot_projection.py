@@ -85,7 +85,7 @@ def plot_projection(projection, *, ax=None, path=None, title=None):
                 alpha=0.8,
                 label="AR6 assessed (Table SPM.1)" if s == offset == 0 else None,
             )
-    from .._layers.historical import observed_warming
+    from .._scenarios.historical import observed_warming
 
     observed_times, observed = observed_warming()
     ax.plot(

@@ -1,2 +1,3 @@
-"""Global ocean-layer models (two-layer, n-layer) and the forcing scenarios that
-drive them."""
+"""The global ocean-layer models: the two-layer and n-layer models over their
+shared linear system, their exact solver, the runs of any protocol model and the
+forcing response's metrics."""

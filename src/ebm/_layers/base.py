@@ -31,7 +31,7 @@ from jaxtyping import Array, Float, PyTree
 from .._custom_types import Scalar
 from .._model.parameters import AbstractParams
 from .._model.protocol import AbstractModel
-from .scenarios import AbruptCO2, AbstractScenario, check_scenario
+from .._scenarios.base import AbruptCO2, AbstractScenario, check_scenario
 
 
 class AbstractLayerModel(AbstractModel):

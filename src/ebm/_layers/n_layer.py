@@ -10,8 +10,8 @@ from .._checks import as_python_number
 from .._model.declarations import Parameter
 from .._model.parameters import AbstractParams, params_class
 from .._model.protocol import Variable
+from .._scenarios.base import AbruptCO2, AbstractScenario, with_scenario_parameters
 from .base import AbstractLayerModel
-from .scenarios import AbruptCO2, AbstractScenario, with_scenario_parameters
 from .two_layer import PARAMETERS
 
 

@@ -18,6 +18,7 @@ from .._results import (
     raise_if_failed,
     with_result_names,
 )
+from .._scenarios.base import AbstractScenario, run_start
 from .._stepping.options import (
     BACKSOLVE_HORIZON_MODELS,
     SHORTEST_RUN,
@@ -31,7 +32,6 @@ from .._stepping.options import (
     run_arguments_result,
     solve_naming_the_mode,
 )
-from .scenarios import AbstractScenario, run_start
 
 
 class Run(eqx.Module):

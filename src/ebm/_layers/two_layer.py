@@ -14,8 +14,8 @@ import jax.numpy as jnp
 from .._model.declarations import Parameter
 from .._model.parameters import AbstractParams, params_class
 from .._model.protocol import Variable
+from .._scenarios.base import with_scenario_parameters
 from .base import AbstractLayerModel
-from .scenarios import with_scenario_parameters
 
 
 PARAMETERS = (

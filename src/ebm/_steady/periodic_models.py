@@ -20,9 +20,9 @@ import jax.numpy as jnp
 from jaxtyping import Array, Float, Int
 
 from .._custom_types import Scalar
-from .._layers.scenarios import AbstractScenario
 from .._model.protocol import AbstractModel, Variable, state_arrays
 from .._results import RESULTS, with_result_names
+from .._scenarios.base import AbstractScenario
 from .._stepping.fixed_model import check_flat_stepper, flat_problem
 from .._stepping.steppers.checks import check_stability, fixed_step_result
 from .._stepping.steppers.flat import FlatModel

@@ -29,7 +29,6 @@ from jaxtyping import Array, Bool, Int, PyTree
 
 from .._custom_types import Scalar
 from .._layers.run import check_model_params, check_state
-from .._layers.scenarios import AbstractScenario
 from .._model.protocol import AbstractModel, Variable, state_arrays
 from .._results import (
     RESULTS,
@@ -37,7 +36,7 @@ from .._results import (
     raise_if_failed,
     with_result_names,
 )
-from .equilibrium import Equilibrium
+from .._scenarios.base import AbstractScenario
 
 
 class SteadyState(eqx.Module):
@@ -64,7 +63,8 @@ class SteadyState(eqx.Module):
     global_mean: Scalar
     t: Scalar
     residual: Scalar
-    surface: Equilibrium | None
+    # An ebm.Equilibrium, which is built in the module that calls this one.
+    surface: eqx.Module | None
     variables: tuple[Variable, ...] = eqx.field(static=True)
     result: RESULTS
     num_steps: Int[Array, ""]

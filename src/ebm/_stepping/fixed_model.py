@@ -4,9 +4,9 @@ state stepped as one flat vector (`FlatModel`)."""
 import jax
 
 from .._layers.run import check_model_params, check_state
-from .._layers.scenarios import AbstractScenario, run_start
 from .._model.model import EnergyBalanceModel
 from .._model.protocol import AbstractModel
+from .._scenarios.base import AbstractScenario, run_start
 from .steppers.base import AbstractStepper
 from .steppers.flat import FlatModel
 from .steppers.imex_euler import IMEXEuler

@@ -14,9 +14,9 @@ exactly, `solver="exact"`); ECS and TCR are computed for every draw.
 
 import numpy as np
 
-from .._analysis.priors import LogNormal
-from .historical import HistoricalForcing, observed_warming
-from .two_layer import TwoLayerModel
+from .._layers.two_layer import TwoLayerModel
+from .._scenarios.historical import HistoricalForcing, observed_warming
+from .priors import LogNormal
 
 
 AR6_RANGES = {
@@ -98,7 +98,7 @@ def calibrate_historical(
     - `ValueError`: for a model not driven by `ebm.HistoricalForcing`, years
         outside the observations or the forcing, and as `ebm.posterior`.
     """
-    from .._analysis.posterior import posterior
+    from .posterior import posterior
 
     model = TwoLayerModel(forcing=HistoricalForcing()) if model is None else model
     if not isinstance(getattr(model, "forcing", None), HistoricalForcing):

@@ -17,7 +17,7 @@ from jaxtyping import Array, Float
 
 from .._custom_types import Scalar
 from .._model.declarations import Parameter
-from .scenarios import AbstractScenario, ForcingSeries
+from .base import AbstractScenario, ForcingSeries
 
 
 def _read(name: str) -> dict[str, np.ndarray]:

@@ -22,8 +22,8 @@ import importlib.resources
 import equinox as eqx
 import numpy as np
 
+from .base import ForcingSeries
 from .historical import AbstractAerosolScaledForcing, forcing_components
-from .scenarios import ForcingSeries
 
 
 SSP_SCENARIOS = (
