@@ -225,3 +225,76 @@ def test_the_command_names_its_own_flags(capsys):
             main(["calibrate", flag, "0"])
         assert info.value.code == 2
         assert f"argument {flag}: expected an integer" in capsys.readouterr().err
+
+
+# --- What differs between models is a method of the model -------------------------
+
+BoxParams = ebm.params_class(
+    "BoxParams",
+    (
+        ebm.Parameter("C", 8.0, "W yr m-2 K-1", "heat capacity", lower=0.0),
+        ebm.Parameter("feedback", 1.2, "W m-2 K-1", "feedback parameter", lower=0.0),
+        ebm.Parameter("F2x", 3.45, "W m-2", "forcing of doubled CO2"),
+    ),
+)
+
+
+class _Box(ebm.AbstractModel):
+    """One box, `C dT/dt = F(t) - feedback T`: a model of the user's own."""
+
+    forcing: ebm.AbstractScenario = ebm.AbruptCO2()
+
+    @property
+    def variables(self):
+        return (ebm.Variable("T", "K", "temperature anomaly"),)
+
+    @property
+    def Params(self):
+        return BoxParams
+
+    def __call__(self, t, y, p):
+        return {"T": (self.forcing(t, p) - p.feedback * y["T"]) / p.C}
+
+    def initial_state(self, p):
+        return {"T": jnp.zeros(())}
+
+    def surface_temperature(self, y):
+        return y["T"]
+
+    def toa_imbalance(self, t, y, p):
+        return self.forcing(t, p) - p.feedback * y["T"]
+
+    def heat_content(self, y, p):
+        return p.C * y["T"]
+
+
+class _AnalyticBox(_Box):
+    """The box with its steady state in closed form, `F / feedback`."""
+
+    def steady_state(self, params, t, start, *, max_steps, near_fold, throw):
+        state = {"T": self.forcing(t, params) / params.feedback}
+        return state, None, ebm.RESULTS.successful, jnp.asarray(0)
+
+
+def test_a_models_own_steady_state_and_names_are_what_the_entry_points_use():
+    params = BoxParams()
+    expected = 2 * params.F2x / params.feedback
+    newton = ebm.equilibrium(params, model=_Box(ebm.AbruptCO2(4.0)))
+    own = ebm.equilibrium(params, model=_AnalyticBox(ebm.AbruptCO2(4.0)))
+    assert int(newton.num_steps) > 0 and int(own.num_steps) == 0
+    assert float(own.T) == pytest.approx(float(expected), rel=1e-14)
+    assert float(newton.T) == pytest.approx(float(expected), rel=1e-12)
+    # Differentiated through the model's own method: d/dfeedback of 2 F2x/feedback
+    # (4xCO2).
+    gradient = jax.grad(
+        lambda p: ebm.equilibrium(p, model=_AnalyticBox(ebm.AbruptCO2(4.0))).T
+    )(params)
+    assert float(gradient.feedback) == pytest.approx(
+        float(-2 * params.F2x / params.feedback**2), rel=1e-14
+    )
+    # A model names the starts it takes and refuses the walk it has none for.
+    assert _Box.start_names == ("present",)
+    with pytest.raises(ValueError, match="branches by name are the zonal model's"):
+        ebm.equilibrium(params, model=_Box(), start="warm")
+    with pytest.raises(ValueError, match="steady states are a zonal model's"):
+        ebm.fold(params, "feedback", stop=2.0, model=_Box())
