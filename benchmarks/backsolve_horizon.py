@@ -13,7 +13,7 @@ and under RecursiveCheckpointAdjoint, and records their largest relative differe
 The other models of the protocol (the two- and three-layer models under 1pctCO2,
 the zonal model over a deep ocean) are measured the same way in units of their own
 fastest relaxation time, bounded from their Jacobian by Gershgorin's theorem
-(`ebm._layers.run.gershgorin_time`, what `ebm.integrate` refuses beyond), against
+(`ebm._stepping.run.gershgorin_time`, what `ebm.integrate` refuses beyond), against
 the exact solution (layer models) or the recursive adjoint.
 
 Writes benchmarks/results/backsolve_horizon.json (the zonal model) and
@@ -66,7 +66,7 @@ def relative_difference(a, b):
 def protocol_rows():
     """Backsolve's gradient error on the models of the protocol, in units of each
     one's Gershgorin time at its start."""
-    from ebm._layers.run import gershgorin_time
+    from ebm._stepping.run import gershgorin_time
 
     models = {
         "two-layer, 1pctCO2": ebm.TwoLayerModel(forcing=ebm.OnePercentCO2()),
@@ -114,7 +114,7 @@ def protocol_rows():
 def _backsolve_final(model, params, years):
     """The final global mean of `model` under `BacksolveAdjoint`, through diffrax
     directly (as `ebm.integrate` would, without its refusal)."""
-    from ebm._layers.scenarios import run_start
+    from ebm._scenarios.base import run_start
 
     solution = diffrax.diffeqsolve(
         diffrax.ODETerm(model),

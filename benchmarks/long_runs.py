@@ -29,8 +29,8 @@ import jax
 from _machine import machine
 
 import ebm
-from ebm._model.start import resolve_model
 from ebm._stepping.options import _default_max_steps, _with_checkpoints
+from ebm._zonal.start import resolve_model
 
 
 RESULTS = pathlib.Path(__file__).parent / "results"

@@ -30,10 +30,10 @@ import numpy as np
 from _machine import machine
 
 import ebm
-from ebm._model.start import initial_profile
 from ebm._steady.seasonal import _Year, seasonal_model
 from ebm._stepping.checkpoints import NoCheckpoint
 from ebm._stepping.steppers import Rosenbrock2
+from ebm._zonal.start import initial_profile
 
 
 RESULTS = pathlib.Path(__file__).parent / "results"

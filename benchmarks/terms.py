@@ -42,7 +42,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
 import ebm  # noqa: E402
-from ebm._model.model import has_tridiagonal_jacobian  # noqa: E402
+from ebm._zonal.model import has_tridiagonal_jacobian  # noqa: E402
 
 
 sys.path.insert(0, str(pathlib.Path(__file__).parent))

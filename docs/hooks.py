@@ -1,11 +1,11 @@
 """Docs made from ebm's own declarations, so they cannot drift.
 
 One generator, `parameter_table`, makes every parameter table in the docs from the
-terms' `ebm.Parameter` declarations (`ebm._physics.catalogue.parameters_by_name`):
+terms' `ebm.Parameter` declarations (`ebm._zonal.catalogue.parameters_by_name`):
 
 - as an mkdocs hook, `<!-- ebm:parameters -->` in a page becomes the table of every
     parameter that one of ebm's terms declares (every final term under
-    `ebm._physics`): its name, default, units, allowed range, fit transform,
+    `ebm._zonal`): its name, default, units, allowed range, fit transform,
     meaning, the terms that declare it (with the `ebm` flag that selects each), and
     whether `ebm.Params` holds it (the others come with `model.Params` for a model
     with that term);
@@ -39,7 +39,7 @@ from mkdocs.structure.files import File
 import ebm
 from ebm._cli.common import number_text, selection_flags
 from ebm._edges import cache
-from ebm._physics.catalogue import parameters_by_name, term_classes
+from ebm._zonal.catalogue import parameters_by_name, term_classes
 
 
 # The build is a process of ebm's own, as the command line is: JAX's persistent

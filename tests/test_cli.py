@@ -172,9 +172,9 @@ def test_run_help_lists_every_schedule_and_a_bad_one_is_a_usage_error(capsys):
 def test_name_choices_are_the_librarys_tables():
     from ebm._analysis.sensitivity import OUTPUTS
     from ebm._cli.main import _parser
-    from ebm._model.start import STARTS
     from ebm._stepping.options import ADJOINTS
     from ebm._stepping.steppers import STEPPERS
+    from ebm._zonal.start import STARTS
 
     def choices(command, option):
         subparsers = _parser()._subparsers._group_actions[0]
@@ -407,13 +407,13 @@ def test_cli_says_when_it_is_compiling(capsys):
 
 def test_term_names_are_derived_from_the_class_names():
     import ebm
-    from ebm._physics.catalogue import cli_name, selectable, term_classes
+    from ebm._zonal.catalogue import cli_name, selectable, term_classes
 
     assert cli_name(ebm.GreyBodyLongwave) == "grey-body"
     assert cli_name(ebm.CO2Forcing) == "co2"
     assert cli_name(ebm.SubgridIceAlbedo) == "subgrid-ice"
     assert cli_name(ebm.P2Insolation) == "p2"
-    # Every final term that ebm exports is found by walking ebm._physics.
+    # Every final term that ebm exports is found by walking ebm._zonal.
     exported = {
         value
         for value in vars(ebm).values()
@@ -442,7 +442,7 @@ def _choices(command, option):
 
 @pytest.mark.parametrize("command", MODEL_SUBCOMMANDS)
 def test_help_lists_the_terms_and_their_parameters(capsys, command):
-    from ebm._physics.catalogue import selectable
+    from ebm._zonal.catalogue import selectable
 
     with pytest.raises(SystemExit):
         main([command, "--help"])

@@ -107,7 +107,7 @@ def test_moist_saturation_and_amplification_are_climlabs():
         moist_amplification_factor,
     )
 
-    from ebm._physics.transport.moist import (
+    from ebm._zonal.transport.moist import (
         moisture_amplification,
         saturation_specific_humidity,
     )
@@ -157,8 +157,8 @@ def test_moist_equilibrium_matches_climlabs_moist_diffusion():
     # albedo: an ice edge near 60 degN.
     import optimistix as optx
 
-    from ebm._physics.transport.diffusive import _diffusive_flux
-    from ebm._physics.transport.moist import moisture_amplification
+    from ebm._zonal.transport.diffusive import _diffusive_flux
+    from ebm._zonal.transport.moist import moisture_amplification
 
     climlab = _climlab()
     with warnings.catch_warnings():

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 import ebm
-from ebm._model.model import has_tridiagonal_jacobian
+from ebm._zonal.model import has_tridiagonal_jacobian
 from helpers import assert_gradient_matches_fd, replace
 
 

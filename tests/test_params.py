@@ -51,7 +51,7 @@ def test_bad_parameter_is_named(name, value, allowed):
 def test_every_declared_parameter_has_a_physical_range():
     # Finite alone is no range, except for an angle (the perihelion's longitude is
     # any angle, modulo 360 degrees).
-    from ebm._physics.catalogue import parameters_by_name
+    from ebm._zonal.catalogue import parameters_by_name
 
     for name, (parameter, _) in parameters_by_name().items():
         if name != "long_peri":
@@ -70,7 +70,7 @@ def test_model_parameter_sets_and_results_pickle():
     # which pickle could not find by that name.
     import pickle
 
-    from ebm._physics.catalogue import KINDS, selectable
+    from ebm._zonal.catalogue import KINDS, selectable
 
     grid = ebm.Grid(6)
     for kind in KINDS:

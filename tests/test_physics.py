@@ -8,7 +8,7 @@ from hypothesis import given, settings
 
 import ebm
 from ebm._constants import EARTH_RADIUS, PETAWATT
-from ebm._physics.albedo.ice import ice_fraction, mean_ice_fraction
+from ebm._zonal.albedo.ice import ice_fraction, mean_ice_fraction
 
 
 @settings(max_examples=40, deadline=None)

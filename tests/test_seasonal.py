@@ -8,7 +8,7 @@ import pytest
 import scipy.special
 
 import ebm
-from ebm._physics.insolation.orbital import VERNAL_EQUINOX_DAY
+from ebm._zonal.insolation.orbital import VERNAL_EQUINOX_DAY
 from helpers import assert_compiles_once, compilations, finite_difference, replace
 
 

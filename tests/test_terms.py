@@ -40,7 +40,7 @@ def test_every_builtin_parameter_is_declared_by_a_term_that_uses_it():
         assert float(getattr(defaults, parameter.name)) == parameter.default
         assert ebm.Params.units()[parameter.name] == parameter.units
         assert parameter.long_name in ebm.Params.__doc__
-    from ebm._model.params import BUILTIN_TERMS
+    from ebm._zonal.params import BUILTIN_TERMS
 
     for term in BUILTIN_TERMS:
         for parameter in term.parameters:

@@ -10,7 +10,6 @@ asks it to keep compiled programs on disk (see `ebm.enable_compilation_cache`).
 # The imports follow the float64 switch, which must come first.
 # ruff: noqa: E402
 
-import importlib.metadata
 
 import jax
 
@@ -103,23 +102,15 @@ from ._layers.metrics import (
     tcr as tcr,
 )
 from ._layers.n_layer import NLayerModel as NLayerModel
-from ._layers.run import Run as Run
 from ._layers.two_layer import (
     TwoLayerModel as TwoLayerModel,
     TwoLayerParams as TwoLayerParams,
 )
 from ._model.declarations import Constraint as Constraint, Parameter as Parameter
-from ._model.grid import Grid as Grid
-from ._model.model import (
-    EnergyBalanceModel as EnergyBalanceModel,
-    ice_edge as ice_edge,
-    present_day_profile as present_day_profile,
-)
 from ._model.parameters import (
     AbstractParams as AbstractParams,
     params_class as params_class,
 )
-from ._model.params import Params as Params
 from ._model.protocol import (
     AbstractModel as AbstractModel,
     Coordinate as Coordinate,
@@ -131,46 +122,6 @@ from ._numerics.pseudo_transient import (
 from ._numerics.tridiagonal import (
     ProbedTridiagonal as ProbedTridiagonal,
     TridiagonalPreconditionedGMRES as TridiagonalPreconditionedGMRES,
-)
-from ._physics.albedo.prescribed import PrescribedAlbedo as PrescribedAlbedo
-from ._physics.albedo.smooth import SmoothIceAlbedo as SmoothIceAlbedo
-from ._physics.albedo.subgrid import SubgridIceAlbedo as SubgridIceAlbedo
-from ._physics.base import (
-    AbstractAlbedo as AbstractAlbedo,
-    AbstractForcing as AbstractForcing,
-    AbstractHeatCapacity as AbstractHeatCapacity,
-    AbstractInsolation as AbstractInsolation,
-    AbstractLongwave as AbstractLongwave,
-    AbstractTerm as AbstractTerm,
-    AbstractTransport as AbstractTransport,
-)
-from ._physics.forcing.co2 import CO2Forcing as CO2Forcing
-from ._physics.forcing.uniform import UniformForcing as UniformForcing
-from ._physics.heat_capacity.land_ocean import (
-    LandOceanHeatCapacity as LandOceanHeatCapacity,
-)
-from ._physics.heat_capacity.mixed_layer import (
-    MixedLayerHeatCapacity as MixedLayerHeatCapacity,
-)
-from ._physics.insolation.annual_mean import (
-    AnnualMeanInsolation as AnnualMeanInsolation,
-)
-from ._physics.insolation.daily import DailyInsolation as DailyInsolation
-from ._physics.insolation.orbital import (
-    annual_mean_insolation as annual_mean_insolation,
-    daily_insolation as daily_insolation,
-    declination as declination,
-    solar_longitude as solar_longitude,
-)
-from ._physics.insolation.p2 import P2Insolation as P2Insolation
-from ._physics.longwave.grey_body import GreyBodyLongwave as GreyBodyLongwave
-from ._physics.longwave.linear import LinearLongwave as LinearLongwave
-from ._physics.transport.diffusive import DiffusiveTransport as DiffusiveTransport
-from ._physics.transport.latitude_dependent import (
-    LatitudeDiffusiveTransport as LatitudeDiffusiveTransport,
-)
-from ._physics.transport.moist import (
-    MoistDiffusiveTransport as MoistDiffusiveTransport,
 )
 from ._results import RESULTS as RESULTS
 from ._scenarios.base import (
@@ -244,6 +195,7 @@ from ._stepping.memory import (
     compiled_memory as compiled_memory,
     memory_table as memory_table,
 )
+from ._stepping.run import Run as Run
 from ._stepping.steppers import (
     AbstractStepper as AbstractStepper,
     ExplicitEuler as ExplicitEuler,
@@ -251,15 +203,58 @@ from ._stepping.steppers import (
     LinearlyImplicitEuler as LinearlyImplicitEuler,
     Rosenbrock2 as Rosenbrock2,
 )
+from ._version import __version__ as _installed_version
+from ._zonal.albedo.prescribed import PrescribedAlbedo as PrescribedAlbedo
+from ._zonal.albedo.smooth import SmoothIceAlbedo as SmoothIceAlbedo
+from ._zonal.albedo.subgrid import SubgridIceAlbedo as SubgridIceAlbedo
+from ._zonal.base import (
+    AbstractAlbedo as AbstractAlbedo,
+    AbstractForcing as AbstractForcing,
+    AbstractHeatCapacity as AbstractHeatCapacity,
+    AbstractInsolation as AbstractInsolation,
+    AbstractLongwave as AbstractLongwave,
+    AbstractTerm as AbstractTerm,
+    AbstractTransport as AbstractTransport,
+)
+from ._zonal.forcing.co2 import CO2Forcing as CO2Forcing
+from ._zonal.forcing.uniform import UniformForcing as UniformForcing
+from ._zonal.grid import Grid as Grid
+from ._zonal.heat_capacity.land_ocean import (
+    LandOceanHeatCapacity as LandOceanHeatCapacity,
+)
+from ._zonal.heat_capacity.mixed_layer import (
+    MixedLayerHeatCapacity as MixedLayerHeatCapacity,
+)
+from ._zonal.insolation.annual_mean import (
+    AnnualMeanInsolation as AnnualMeanInsolation,
+)
+from ._zonal.insolation.daily import DailyInsolation as DailyInsolation
+from ._zonal.insolation.orbital import (
+    annual_mean_insolation as annual_mean_insolation,
+    daily_insolation as daily_insolation,
+    declination as declination,
+    solar_longitude as solar_longitude,
+)
+from ._zonal.insolation.p2 import P2Insolation as P2Insolation
+from ._zonal.longwave.grey_body import GreyBodyLongwave as GreyBodyLongwave
+from ._zonal.longwave.linear import LinearLongwave as LinearLongwave
+from ._zonal.model import (
+    EnergyBalanceModel as EnergyBalanceModel,
+    ice_edge as ice_edge,
+    present_day_profile as present_day_profile,
+)
+from ._zonal.params import Params as Params
+from ._zonal.transport.diffusive import DiffusiveTransport as DiffusiveTransport
+from ._zonal.transport.latitude_dependent import (
+    LatitudeDiffusiveTransport as LatitudeDiffusiveTransport,
+)
+from ._zonal.transport.moist import (
+    MoistDiffusiveTransport as MoistDiffusiveTransport,
+)
 
 
 # JAX's persistent compilation cache, where the environment asks for it
 # (`EBM_COMPILATION_CACHE`); otherwise importing ebm leaves JAX's configuration be.
 _cache.enable_from_environment()
 
-try:
-    __version__ = importlib.metadata.version("ebm-jax")
-except importlib.metadata.PackageNotFoundError:
-    # A source checkout on `PYTHONPATH` with no installed metadata: no version is
-    # known (pyproject's may have moved on since the last install), so say so.
-    __version__ = "0+unknown"
+__version__ = _installed_version

@@ -10,14 +10,14 @@ import jax
 import jax.numpy as jnp
 from jaxtyping import Array
 
-from .._model.model import EnergyBalanceModel
 from .._model.parameters import params_checked
-from .._model.params import Params
 from .._model.protocol import AbstractModel
-from .._model.start import model_grid
 from .._results import RESULTS
 from .._steady.continuation import Fold, fold
 from .._steady.equilibrium import equilibrium
+from .._zonal.model import EnergyBalanceModel
+from .._zonal.params import Params
+from .._zonal.start import model_grid
 from .forward import with_values
 
 

@@ -48,8 +48,8 @@ from jax.sharding import Mesh
 from jaxtyping import Array, Bool, PyTree
 
 from .._checks import check_count
-from .._model.params import Params
 from .._progress import HostProgress
+from .._zonal.params import Params
 from .ensemble_layout import (
     _assemble,
     _dispatch,

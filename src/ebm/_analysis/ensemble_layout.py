@@ -14,9 +14,9 @@ import jax.numpy as jnp
 import numpy as np
 from jax.sharding import Mesh, NamedSharding, PartitionSpec
 
-from .._model.params import Params
 from .._progress import HostProgress
 from .._results import error_message
+from .._zonal.params import Params
 from .ensemble_members import _along_members, _block, _Member, _num_members, _reasons
 
 

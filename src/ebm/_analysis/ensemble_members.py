@@ -10,8 +10,8 @@ import jax.numpy as jnp
 import numpy as np
 
 from .._model.parameters import AbstractParams, params_checked
-from .._model.params import Params
 from .._results import RESULTS
+from .._zonal.params import Params
 
 
 def _num_members(params: Params) -> int:

@@ -26,12 +26,12 @@ import optax
 from jaxtyping import Array
 
 from .._checks import check_count
-from .._model.grid import Grid
-from .._model.model import EnergyBalanceModel
-from .._model.params import Params
-from .._model.start import model_grid
 from .._progress import HostProgress
 from .._steady.equilibrium import initial_profile
+from .._zonal.grid import Grid
+from .._zonal.model import EnergyBalanceModel
+from .._zonal.params import Params
+from .._zonal.start import model_grid
 from .forward import (
     ForwardProblem,
     check_names,

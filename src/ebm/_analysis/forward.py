@@ -19,12 +19,12 @@ import numpy as np
 from jaxtyping import Array, Bool
 
 from .._model.parameters import params_checked
-from .._model.params import Params
 from .._model.protocol import AbstractModel
 from .._results import RESULTS
 from .._scenarios.base import AbstractScenario, run_start
 from .._steady.equilibrium import Equilibrium, equilibrium
 from .._stepping.integrate import integrate
+from .._zonal.params import Params
 
 
 THROUGH = ("equilibrium", "trajectory")

@@ -45,14 +45,14 @@ from jaxtyping import Array
 
 from .._checks import check_count
 from .._model.declarations import Parameter
-from .._model.grid import Grid
-from .._model.model import EnergyBalanceModel
-from .._model.params import Params
 from .._model.protocol import AbstractModel
-from .._model.start import model_grid
 from .._progress import HostProgress
 from .._results import raise_if_failed
 from .._steady.equilibrium import equilibrium, initial_profile
+from .._zonal.grid import Grid
+from .._zonal.model import EnergyBalanceModel
+from .._zonal.params import Params
+from .._zonal.start import model_grid
 from .derived import DERIVED_ATTRS, PROTOCOL_ATTRS, check_derived, derive
 from .forward import ForwardProblem, check_names, run_start, with_values
 from .log_posterior import (

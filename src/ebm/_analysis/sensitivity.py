@@ -17,14 +17,14 @@ import numpy as np
 from jaxtyping import Array, Float
 
 from .._checks import check_threshold
-from .._model.grid import Grid
-from .._model.model import EnergyBalanceModel
 from .._model.parameters import check_params
-from .._model.params import Params
 from .._model.protocol import AbstractModel
-from .._model.start import check_zonal_params, model_latitudes, resolve_any_model
 from .._results import raise_if_failed
 from .._steady.equilibrium import NearFoldWarning, _near_fold_message
+from .._zonal.grid import Grid
+from .._zonal.model import EnergyBalanceModel
+from .._zonal.params import Params
+from .._zonal.start import check_zonal_params, model_latitudes, resolve_any_model
 from .forward import ForwardProblem, check_names, check_through, with_values
 
 
@@ -36,7 +36,7 @@ PROTOCOL_OUTPUTS = ("T", "global_mean")
 def resolve(params, model, grid):
     """`(params, model)`, checked: the zonal model from `model=` or `grid=`, or any
     model of the protocol with its own parameters."""
-    from .._layers.run import check_model_params
+    from .._stepping.run import check_model_params
 
     model = resolve_any_model(model, grid)
     if isinstance(model, EnergyBalanceModel):

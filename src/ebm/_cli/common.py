@@ -3,7 +3,7 @@ terms and set their parameters, the model and parameters they give, the plot and
 netCDF file a subcommand writes, the check that those files can be written, and the
 printing of a report.
 
-The terms are ebm's own, found by `ebm._physics.catalogue`: one flag per kind of
+The terms are ebm's own, found by `ebm._zonal.catalogue`: one flag per kind of
 term (`--longwave NAME`, `--albedo NAME`, ...; `--forcing-term NAME`, since `--forcing`
 is the uniform forcing's parameter), whose choices are the terms of that kind that a
 name alone can build, and one flag per parameter any of them declares (`--D X`). A
@@ -30,8 +30,8 @@ def number_text(x) -> str:
 
 def declarations() -> dict:
     """Every parameter of ebm's terms and the terms that declare it (see
-    `ebm._physics.catalogue.parameters_by_name`)."""
-    from .._physics.catalogue import parameters_by_name
+    `ebm._zonal.catalogue.parameters_by_name`)."""
+    from .._zonal.catalogue import parameters_by_name
 
     return parameters_by_name()
 
@@ -46,8 +46,8 @@ def kind_flag(kind: str) -> str:
 def default_terms(**defaults) -> dict:
     """The term class of each kind that `EnergyBalanceModel` has by default, or as
     `defaults` gives it (`insolation=DailyInsolation`)."""
-    from .._model.model import EnergyBalanceModel
-    from .._physics.catalogue import KINDS
+    from .._zonal.catalogue import KINDS
+    from .._zonal.model import EnergyBalanceModel
 
     fields = EnergyBalanceModel.__dataclass_fields__
     return {kind: defaults.get(kind, type(fields[kind].default)) for kind in KINDS}
@@ -56,7 +56,7 @@ def default_terms(**defaults) -> dict:
 def selection_flags(terms) -> list[str]:
     """The flags that select each of `terms` on the command line
     (`"--longwave grey-body"`), leaving out those a name alone cannot build."""
-    from .._physics.catalogue import cli_name, kind_of, selectable
+    from .._zonal.catalogue import cli_name, kind_of, selectable
 
     return [
         f"{kind_flag(kind_of(term))} {cli_name(term)}"
@@ -126,7 +126,7 @@ def add_common(parser: argparse.ArgumentParser, plot: str | None, **terms) -> No
     name, default, units and range, and, for a parameter of none of the default
     terms, the flag that selects its term.
     """
-    from .._physics.catalogue import KINDS, cli_name, selectable
+    from .._zonal.catalogue import KINDS, cli_name, selectable
 
     parser.add_argument("--n-lat", type=int, default=60, help="latitude cells (60)")
     parser.add_argument("--json", action="store_true", help="print JSON, not text")
@@ -249,7 +249,7 @@ def limits(arguments, name: str = "max_steps") -> dict:
 
 def term_names(arguments) -> dict:
     """The command-line name of each kind's term that was chosen, by kind."""
-    from .._physics.catalogue import KINDS
+    from .._zonal.catalogue import KINDS
 
     return {kind: getattr(arguments, f"{kind}_term") for kind in KINDS}
 
@@ -257,7 +257,7 @@ def term_names(arguments) -> dict:
 def _term_classes(arguments) -> dict:
     """The term class of each kind that was chosen (`--albedo fixed`: the default
     albedo, whose equilibrium's albedo is held)."""
-    from .._physics.catalogue import selectable
+    from .._zonal.catalogue import selectable
 
     classes = {}
     for kind, name in term_names(arguments).items():
@@ -318,8 +318,8 @@ def setup(arguments, grid=None, start=None):
     - `ValueError`: for a parameter flag whose term the model does not have, or a
         parameter out of its range.
     """
-    from .._model.grid import Grid
-    from .._model.model import EnergyBalanceModel
+    from .._zonal.grid import Grid
+    from .._zonal.model import EnergyBalanceModel
 
     grid = Grid(arguments.n_lat) if grid is None else grid
     classes = _term_classes(arguments)
@@ -337,10 +337,10 @@ def setup(arguments, grid=None, start=None):
 def _fixed_albedo(model, params, start):
     """`model` with its albedo held at that of its equilibrium from `start`, and
     `params` in the new model's container."""
-    from .._model.model import EnergyBalanceModel
-    from .._physics.albedo.prescribed import PrescribedAlbedo
-    from .._physics.catalogue import KINDS
     from .._steady.equilibrium import equilibrium
+    from .._zonal.albedo.prescribed import PrescribedAlbedo
+    from .._zonal.catalogue import KINDS
+    from .._zonal.model import EnergyBalanceModel
 
     try:
         reference = equilibrium(params, model=model, start=start)

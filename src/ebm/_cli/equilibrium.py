@@ -9,7 +9,7 @@ NAME = "equilibrium"
 
 def add_parser(subparsers) -> None:
     """`ebm equilibrium` and its flags, on `subparsers`."""
-    from .._model.start import STARTS
+    from .._zonal.start import STARTS
 
     parser = subparsers.add_parser(
         NAME,

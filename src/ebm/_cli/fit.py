@@ -104,7 +104,7 @@ def _target_grid(path, dataset):
     """The grid whose cell centres are the file's latitudes, or a ValueError."""
     import numpy as np
 
-    from .._model.grid import Grid
+    from .._zonal.grid import Grid
 
     if "lat" not in dataset.coords:
         raise ValueError(

@@ -12,7 +12,7 @@ the walk down to 1000 passes every fold of the snowball loop."""
 
 def add_parser(subparsers) -> None:
     """`ebm hysteresis` and its flags, on `subparsers`."""
-    from .._model.start import STARTS
+    from .._zonal.start import STARTS
 
     parser = subparsers.add_parser(
         NAME,

@@ -42,7 +42,7 @@ more than a second without a break says so on stderr.
 Each subcommand is one module of this package (`equilibrium.py`, `run.py`, ...), listed
 once in `COMMANDS`; `common.py` holds what they share. The names their options take
 (starts, steppers, adjoints, checkpoint schedules, outputs, terms) are read from the
-library's tables and from the terms it finds (`ebm._physics.catalogue`), never typed
+library's tables and from the terms it finds (`ebm._zonal.catalogue`), never typed
 again here.
 """
 

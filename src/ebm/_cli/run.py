@@ -23,10 +23,10 @@ def _checkpoint(text: str) -> str:
 
 def add_parser(subparsers) -> None:
     """`ebm run` and its flags, on `subparsers`."""
-    from .._model.start import STARTS
     from .._stepping.checkpoints import spellings
     from .._stepping.options import ADJOINTS
     from .._stepping.steppers import STEPPERS
+    from .._zonal.start import STARTS
 
     parser = subparsers.add_parser(
         NAME,

@@ -12,8 +12,8 @@ MODELS = ("zonal", "zonal-deep-ocean")
 def add_parser(subparsers) -> None:
     """`ebm seasonal` and its flags, on `subparsers`."""
     from .._deep_ocean.model import _DEEP
-    from .._physics.insolation.daily import DailyInsolation
     from .._stepping.steppers.names import STEPPERS
+    from .._zonal.insolation.daily import DailyInsolation
 
     parser = subparsers.add_parser(
         NAME,

@@ -9,7 +9,7 @@ NAME = "sensitivity"
 def add_parser(subparsers) -> None:
     """`ebm sensitivity` and its flags, on `subparsers`."""
     from .._analysis.sensitivity import OUTPUTS
-    from .._model.start import STARTS
+    from .._zonal.start import STARTS
 
     parser = subparsers.add_parser(
         NAME,
@@ -84,7 +84,7 @@ def _per_doubling(model, params, arguments, result) -> dict:
     import math
 
     from .._analysis.sensitivity import sensitivity
-    from .._physics.forcing.co2 import CO2
+    from .._zonal.forcing.co2 import CO2
 
     if not any(CO2 in term.parameters for term in model.terms()):
         return {}

@@ -18,7 +18,7 @@ def _containers() -> dict:
     from .._deep_ocean.model import params_of
     from .._layers.n_layer import NLayerModel
     from .._layers.two_layer import TwoLayerModel
-    from .._model.params import Params
+    from .._zonal.params import Params
 
     return {
         "two-layer": TwoLayerModel().Params,
@@ -31,8 +31,8 @@ def _model(name: str, n_lat: int):
     from .._deep_ocean.model import DeepOceanModel
     from .._layers.n_layer import NLayerModel
     from .._layers.two_layer import TwoLayerModel
-    from .._model.grid import Grid
-    from .._model.model import EnergyBalanceModel
+    from .._zonal.grid import Grid
+    from .._zonal.model import EnergyBalanceModel
 
     if name == "two-layer":
         return TwoLayerModel()

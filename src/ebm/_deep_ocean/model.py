@@ -24,12 +24,9 @@ from jaxtyping import PyTree
 
 from .._constants import SECONDS_PER_YEAR
 from .._custom_types import Scalar
-from .._layers.run import check_model_params
 from .._layers.two_layer import PARAMETERS
-from .._model.model import EnergyBalanceModel
 from .._model.parameters import AbstractParams, params_class
 from .._model.protocol import AbstractModel, Variable
-from .._model.start import initial_profile
 from .._scenarios.base import (
     AbruptCO2,
     AbstractScenario,
@@ -38,6 +35,9 @@ from .._scenarios.base import (
 )
 from .._steady.equilibrium import equilibrium
 from .._stepping.options import time_scales
+from .._stepping.run import check_model_params
+from .._zonal.model import EnergyBalanceModel
+from .._zonal.start import initial_profile
 
 
 _DEEP = tuple(p for p in PARAMETERS if p.name in ("gamma", "C_deep", "efficacy", "F2x"))

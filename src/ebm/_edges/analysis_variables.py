@@ -5,7 +5,7 @@ and their sweeps, projections; built from the variables of the results they hold
 
 import numpy as np
 
-from .._model.params import Params
+from .._zonal.params import Params
 from .variables import (
     TEMPERATURE,
     as_numpy,
@@ -98,11 +98,11 @@ def sensitivity_variables(sensitivity, container: type[Params]) -> dict:
 def ensemble_variables(ensemble, container: type[Params]) -> dict:
     """An ensemble's variables: its result's, each with a leading `member` axis, the
     varying parameters and gradients along `member`, and which members failed."""
-    from .._layers.run import Run
     from .._steady.equilibrium import Equilibrium
     from .._steady.seasonal import SeasonalCycle
     from .._steady.steady_state import SteadyState
     from .._stepping.integrate import Trajectory
+    from .._stepping.run import Run
 
     kinds = (
         (Equilibrium, equilibrium_variables),

@@ -21,9 +21,9 @@ import warnings
 import jax
 import numpy as np
 
-from .._model.grid import Grid
 from .._model.parameters import AbstractParams
-from .._model.params import Params
+from .._zonal.grid import Grid
+from .._zonal.params import Params
 from .analysis_variables import (
     ensemble_variables,
     fit_variables,
@@ -84,13 +84,13 @@ def to_dataset(result, params: Params | None = None, *, model=None):
     from .._analysis.posterior import Posterior
     from .._analysis.project import Projection
     from .._analysis.sensitivity import Sensitivity
-    from .._layers.run import Run
     from .._steady.continuation import Branch
     from .._steady.equilibrium import Equilibrium
     from .._steady.periodic_models import PeriodicState
     from .._steady.seasonal import SeasonalCycle
     from .._steady.steady_state import SteadyState
     from .._stepping.integrate import Trajectory
+    from .._stepping.run import Run
 
     if isinstance(result, Posterior):
         if params is not None or model is not None:

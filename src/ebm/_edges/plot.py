@@ -64,7 +64,7 @@ def _axes(ax, panels: int, *, nrows: int = 1, **subplots):
 
 def _freezing(params) -> float:
     """The freezing threshold `Tf` of `params` (default `ebm.Params()`), degC."""
-    from .._model.params import Params
+    from .._zonal.params import Params
 
     return float((Params() if params is None else params).Tf)
 

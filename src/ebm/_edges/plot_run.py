@@ -34,8 +34,8 @@ def plot_run(run, *, ax=None, path=None, title=None):
     - `TypeError`: for a result that is not an `ebm.Run` or `ebm.PeriodicState`.
     - `ValueError`: if the run saved no times, or `ax` is not one axes per panel.
     """
-    from .._layers.run import Run
     from .._steady.periodic_models import PeriodicState
+    from .._stepping.run import Run
 
     periodic = isinstance(run, PeriodicState)
     if not isinstance(run, Run) and not periodic:
@@ -76,7 +76,7 @@ def plot_run(run, *, ax=None, path=None, title=None):
         line_ax.set_ylabel(" / ".join(sorted({v.units for v in lines})))
         line_ax.legend(loc="upper left", fontsize=8)
     for variable, panel in zip(on_lat, axes):
-        from .._model.grid import Grid
+        from .._zonal.grid import Grid
 
         values = np.asarray(run.states[variable.name])
         coordinate = _space(variable)

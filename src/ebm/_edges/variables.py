@@ -6,8 +6,8 @@ import datetime
 
 import numpy as np
 
-from .._model.grid import Grid
-from .._model.params import Params
+from .._zonal.grid import Grid
+from .._zonal.params import Params
 
 
 TEMPERATURE = {"units": "degC", "standard_name": "surface_temperature"}
@@ -129,7 +129,7 @@ def parameter_attributes(params: Params | None) -> dict:
 
 
 def global_attributes(kind: str, params: Params | None) -> dict:
-    from .. import __version__
+    from .._version import __version__
 
     now = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
     return {

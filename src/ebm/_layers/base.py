@@ -32,6 +32,7 @@ from .._custom_types import Scalar
 from .._model.parameters import AbstractParams
 from .._model.protocol import AbstractModel
 from .._scenarios.base import AbruptCO2, AbstractScenario, check_scenario
+from . import exact
 
 
 class AbstractLayerModel(AbstractModel):
@@ -91,6 +92,29 @@ class AbstractLayerModel(AbstractModel):
         """Every layer at the pre-industrial state (anomaly 0 K)."""
         del params
         return self.from_vector(jnp.zeros(self.layers))
+
+    def check_exact(self) -> None:
+        """Refuse `solver="exact"` under a forcing that is not linear in time
+        between its kinks (the exact solution integrates it interval by interval).
+
+        **Raises:**
+
+        - `ValueError`: naming the forcing.
+        """
+        if not self.forcing.piecewise_linear:
+            raise ValueError(
+                "solver='exact' needs a forcing that is linear in time between its "
+                f"kinks; {type(self.forcing).__name__} does not declare it "
+                "(`piecewise_linear`)."
+            )
+
+    def exact_states(self, params: AbstractParams, y0: PyTree, t0, t1, save):
+        """The matrix exponential's solution, interval by interval between the
+        forcing's kinks and the saved times (`_layers/exact.py`)."""
+        saved, final, intervals = exact.exact_states(
+            self, params, self.to_vector(y0), t0, t1, save
+        )
+        return jax.vmap(self.from_vector)(saved), self.from_vector(final), intervals
 
     def walked_model(self, params: AbstractParams, parameter: str, t, start):
         """Refused: a layer model is linear, one steady state (`F / feedback`) for

@@ -43,9 +43,9 @@ from .._checks import check_count, known_value
 from .._results import RESULTS, raise_if_failed
 from .._scenarios.base import AbruptCO2, AbstractScenario, OnePercentCO2
 from .._stepping.options import MODEL_SOLVERS, resolve_model_solver
+from .._stepping.run import check_model_params, default_max_steps, known_time_scales
 from .base import AbstractLayerModel
 from .exact import exact_states
-from .run import check_model_params, default_max_steps, known_time_scales
 
 
 class _WithIntegrals(eqx.Module):

@@ -165,6 +165,27 @@ class AbstractModel(eqx.Module):
         del t, y, params
         return None
 
+    def check_exact(self) -> None:
+        """Refuse `solver="exact"` where the model has no exact solution (the
+        default: only a linear model under a piecewise-linear forcing has one).
+
+        **Raises:**
+
+        - `ValueError`: naming what is missing.
+        """
+        raise ValueError(
+            "solver='exact' solves a global layer model (ebm.TwoLayerModel, "
+            f"ebm.NLayerModel), which is linear; got {type(self).__name__}."
+        )
+
+    def exact_states(self, params: AbstractParams, y0: PyTree, t0, t1, save):
+        """`(states at the times save, state at t1, intervals solved)`: the exact
+        solution from `y0` at `t0` (`ebm.integrate(..., solver="exact")`), for a
+        model whose `check_exact` passes; the saved states are batched along their
+        first axis."""
+        del params, y0, t0, t1, save
+        raise NotImplementedError(f"{type(self).__name__} has no exact solution.")
+
     start_names: ClassVar[tuple[str, ...]] = ("present",)
     """The start states `ebm.equilibrium` takes by name (`"present"`: the model's
     `initial_state`); a model whose steady state is a zonal model's takes that

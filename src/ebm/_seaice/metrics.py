@@ -22,9 +22,9 @@ import numpy as np
 import optimistix as optx
 
 from .._custom_types import Scalar
-from .._layers.run import check_model_params
 from .._results import RESULTS, raise_if_failed
 from .._steady.continuation.problem import with_parameter
+from .._stepping.run import check_model_params
 from .model import SeaIceModel, with_ends
 
 

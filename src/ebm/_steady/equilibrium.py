@@ -41,20 +41,8 @@ from jaxtyping import Array, Bool, Float, Int
 
 from .._checks import check_count, check_threshold, known_value
 from .._custom_types import Scalar, Temperature
-from .._model.grid import Grid
-from .._model.model import (
-    EnergyBalanceModel,
-    has_tridiagonal_jacobian,
-)
 from .._model.parameters import check_params
-from .._model.params import Params
 from .._model.protocol import AbstractModel
-from .._model.start import (
-    check_zonal_params,
-    initial_profile,
-    resolve_any_model,
-    resolve_model,
-)
 from .._numerics.implicit import ImplicitAdjoint
 from .._numerics.pseudo_transient import PseudoTransientContinuation
 from .._numerics.tridiagonal import (
@@ -68,6 +56,18 @@ from .._results import (
     nan_unless_successful,
     raise_if_failed,
     with_result_names,
+)
+from .._zonal.grid import Grid
+from .._zonal.model import (
+    EnergyBalanceModel,
+    has_tridiagonal_jacobian,
+)
+from .._zonal.params import Params
+from .._zonal.start import (
+    check_zonal_params,
+    initial_profile,
+    resolve_any_model,
+    resolve_model,
 )
 
 

@@ -30,11 +30,11 @@ from jaxtyping import Array, Bool, Float
 
 from .._checks import check_count
 from .._custom_types import Scalar
-from .._model.grid import Grid
 from .._model.protocol import AbstractModel
 from .._numerics.implicit import ImplicitAdjoint
 from .._progress import progress_meter
 from .._results import RESULTS, with_result_names
+from .._zonal.grid import Grid
 from .continuation.arguments import _as_arrays, _check_bounds, _check_range
 from .continuation.problem import AbstractBranchProblem
 from .continuation.results import stability_segments

@@ -23,11 +23,11 @@ import jax.numpy as jnp
 import numpy as np
 
 from .._checks import check_count
-from .._model.grid import Grid
 from .._model.protocol import AbstractModel
 from .._numerics.implicit import ImplicitAdjoint
 from .._results import RESULTS
 from .._stepping.steppers.flat import FlatModel
+from .._zonal.grid import Grid
 from .continuation.problem import with_parameter
 from .periodic_models import PeriodicState
 from .seasonal import (

@@ -56,15 +56,10 @@ from jaxtyping import Array, Float, Int
 
 from .._checks import check_count, known_value, refuse_if
 from .._custom_types import Scalar, Temperature
-from .._model.grid import Grid
-from .._model.model import EnergyBalanceModel
 from .._model.parameters import check_params
-from .._model.params import Params
 from .._model.protocol import AbstractModel
-from .._model.start import check_zonal_params, initial_profile, resolve_model
 from .._numerics.counted import CountedRootFinder
 from .._numerics.implicit import ImplicitAdjoint
-from .._physics.insolation.daily import DailyInsolation
 from .._progress import progress_meter
 from .._results import RESULTS, raise_if_failed, with_result_names
 from .._stepping.checkpoints import resolve_checkpoint, spellings
@@ -79,6 +74,11 @@ from .._stepping.steppers.checks import (
     step_with_error,
 )
 from .._stepping.steppers.flat import FlatModel
+from .._zonal.grid import Grid
+from .._zonal.insolation.daily import DailyInsolation
+from .._zonal.model import EnergyBalanceModel
+from .._zonal.params import Params
+from .._zonal.start import check_zonal_params, initial_profile, resolve_model
 from .periodic_models import PeriodicState, flat_cycle, flat_year_problem
 
 

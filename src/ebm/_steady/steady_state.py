@@ -28,7 +28,6 @@ import optimistix as optx
 from jaxtyping import Array, Bool, Int, PyTree
 
 from .._custom_types import Scalar
-from .._layers.run import check_model_params, check_state
 from .._model.protocol import AbstractModel, Variable, state_arrays
 from .._results import (
     RESULTS,
@@ -37,6 +36,7 @@ from .._results import (
     with_result_names,
 )
 from .._scenarios.base import AbstractScenario
+from .._stepping.run import check_model_params, check_state
 
 
 class SteadyState(eqx.Module):

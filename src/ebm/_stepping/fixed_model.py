@@ -3,10 +3,10 @@ state stepped as one flat vector (`FlatModel`)."""
 
 import jax
 
-from .._layers.run import check_model_params, check_state
-from .._model.model import EnergyBalanceModel
 from .._model.protocol import AbstractModel
 from .._scenarios.base import AbstractScenario, run_start
+from .._zonal.model import EnergyBalanceModel
+from .run import check_model_params, check_state
 from .steppers.base import AbstractStepper
 from .steppers.flat import FlatModel
 from .steppers.imex_euler import IMEXEuler

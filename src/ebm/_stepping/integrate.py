@@ -50,12 +50,7 @@ from jaxtyping import Array, Float, Int
 
 from .._checks import check_count, refuse_if
 from .._custom_types import Scalar, Temperature
-from .._layers.run import run_result
-from .._model.grid import Grid
-from .._model.model import EnergyBalanceModel
 from .._model.parameters import check_params
-from .._model.params import Params
-from .._model.start import check_zonal_params, initial_profile, resolve_model
 from .._progress import progress_meter
 from .._results import (
     RESULTS,
@@ -63,6 +58,10 @@ from .._results import (
     raise_if_failed,
     with_result_names,
 )
+from .._zonal.grid import Grid
+from .._zonal.model import EnergyBalanceModel
+from .._zonal.params import Params
+from .._zonal.start import check_zonal_params, initial_profile, resolve_model
 from .checkpoints import resolve_checkpoint, spellings
 from .fixed_model import _is_other_model, check_flat_stepper, flat_problem
 from .options import (
@@ -84,6 +83,7 @@ from .options import (
     solve_naming_the_mode,
     start_time_scales,
 )
+from .run import integrate_model, run_result
 from .steppers import resolve_stepper
 from .steppers.checks import (
     accumulate_error,
@@ -296,9 +296,7 @@ def integrate(
 
 def _integrate_other(params, model, *, grid, progress, T0, **kwargs):
     """`ebm.integrate` of a model of the protocol other than the zonal one."""
-    from .._layers.run import integrate_model
     from .._model.protocol import AbstractModel
-
     if not isinstance(model, AbstractModel):
         raise TypeError(
             "`model` must be an ebm model (an ebm.AbstractModel, such as "

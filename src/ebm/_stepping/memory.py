@@ -29,7 +29,7 @@ import equinox as eqx
 import jax
 import numpy as np
 
-from .._model.params import Params
+from .._zonal.params import Params
 from .checkpoints.names import default_schedules, schedule_name
 from .integrate import integrate_fixed
 

@@ -15,10 +15,10 @@ import numpy as np
 from .._checks import known_value
 from .._constants import SECONDS_PER_YEAR
 from .._custom_types import Scalar, Temperature
-from .._model.model import EnergyBalanceModel
-from .._model.params import Params
 from .._numerics.chord import tridiagonal_root_finder
 from .._numerics.tridiagonal import probe_tridiagonal
+from .._zonal.model import EnergyBalanceModel
+from .._zonal.params import Params
 from .interpolating import InterpolatingAdjoint
 
 

@@ -14,8 +14,8 @@ import optimistix as optx
 
 from ..._checks import refuse_if
 from ..._model.parameters import params_checked
-from ..._model.params import Params
-from ..._model.start import resolve_model
+from ..._zonal.params import Params
+from ..._zonal.start import resolve_model
 from ..equilibrium import equilibrium
 from .problem import Problem, with_parameter
 

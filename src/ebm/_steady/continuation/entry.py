@@ -16,13 +16,13 @@ import jax.numpy as jnp
 import numpy as np
 import optimistix as optx
 
-from ..._model.grid import Grid
-from ..._model.model import EnergyBalanceModel
 from ..._model.parameters import check_params
-from ..._model.params import Params
-from ..._model.start import resolve_model
 from ..._progress import progress_meter
 from ..._results import RESULTS, nan_unless_successful, raise_if_failed
+from ..._zonal.grid import Grid
+from ..._zonal.model import EnergyBalanceModel
+from ..._zonal.params import Params
+from ..._zonal.start import resolve_model
 from .arguments import (
     DEFAULT_CORRECTOR,
     DEFAULT_FOLD_SOLVER,

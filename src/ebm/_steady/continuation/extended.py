@@ -21,10 +21,10 @@ import jax.numpy as jnp
 import lineax as lx
 import optimistix as optx
 
-from ..._model.model import EnergyBalanceModel
-from ..._model.params import Params
 from ..._numerics.implicit import ImplicitAdjoint
 from ..._results import RESULTS, nan_unless_successful
+from ..._zonal.model import EnergyBalanceModel
+from ..._zonal.params import Params
 from .problem import Problem, row_scale, with_parameter
 from .results import Fold
 from .walk import Walk, WalkSettings

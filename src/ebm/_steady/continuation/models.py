@@ -8,8 +8,8 @@ states are no zonal model's (the global layer models are linear: one steady stat
 per parameter value, no fold) refuses.
 """
 
-from ..._model.model import EnergyBalanceModel
 from ..._model.protocol import AbstractModel
+from ..._zonal.model import EnergyBalanceModel
 
 
 def on_the_surface(params, parameter: str, model, grid, start, t):
@@ -23,8 +23,8 @@ def on_the_surface(params, parameter: str, model, grid, start, t):
         with no folds to walk (the global layer models).
     - `TypeError`: for parameters that are not the model's.
     """
-    from ..._layers.run import check_model_params
-    from ..._model.start import check_zonal_params, resolve_model
+    from ..._stepping.run import check_model_params
+    from ..._zonal.start import check_zonal_params, resolve_model
     from ..steady_state import _forcing_time
 
     if model is None or isinstance(model, EnergyBalanceModel):

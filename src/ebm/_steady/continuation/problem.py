@@ -24,8 +24,8 @@ import optimistix as optx
 from jaxtyping import Array, Float
 
 from ..._custom_types import Scalar
-from ..._model.model import EnergyBalanceModel
-from ..._model.params import Params
+from ..._zonal.model import EnergyBalanceModel
+from ..._zonal.params import Params
 from ..equilibrium import budget_and_jacobian
 
 

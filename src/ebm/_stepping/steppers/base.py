@@ -43,9 +43,9 @@ from jax.ad_checkpoint import checkpoint_name
 from jaxtyping import Array, PyTree
 
 from ..._custom_types import Scalar, Temperature
-from ..._model.model import EnergyBalanceModel
-from ..._model.params import Params
 from ..._numerics.tridiagonal import TridiagonalMatrix, probe_tridiagonal
+from ..._zonal.model import EnergyBalanceModel
+from ..._zonal.params import Params
 from .flat import FlatModel
 
 

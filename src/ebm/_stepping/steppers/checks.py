@@ -13,9 +13,9 @@ import jax.numpy as jnp
 import numpy as np
 
 from ..._custom_types import Scalar, Temperature
-from ..._model.model import EnergyBalanceModel
-from ..._model.params import Params
 from ..._results import RESULTS
+from ..._zonal.model import EnergyBalanceModel
+from ..._zonal.params import Params
 from .base import AbstractStepper
 from .explicit_euler import ExplicitEuler
 from .flat import FlatModel

@@ -23,9 +23,9 @@ determined only where the temperature gradient is not small.
 
 from ..._custom_types import EdgeValues, Flux, Temperature
 from ..._model.declarations import Parameter
-from ..._model.grid import Grid
 from ..._model.parameters import AbstractParams
 from ..base import AbstractTransport
+from ..grid import Grid
 from .diffusive import convergence_of, diffusive_flux, in_petawatts
 
 

@@ -18,9 +18,9 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, Float
 
-from ..._model.grid import Grid
 from ..._model.parameters import AbstractParams
 from ..base import AbstractHeatCapacity
+from ..grid import Grid
 from .mixed_layer import WATER_DEPTH, water_column_heat_capacity
 
 

@@ -19,8 +19,8 @@ import jax.numpy as jnp
 
 from ..._custom_types import Flux, Temperature
 from ..._model.declarations import Constraint, Parameter
-from ..._model.grid import Grid
 from ..._model.parameters import AbstractParams
+from ..grid import Grid
 from ..insolation.p2 import legendre_p2
 
 

@@ -19,7 +19,7 @@ from .._results import (
     with_result_names,
 )
 from .._scenarios.base import AbstractScenario, run_start
-from .._stepping.options import (
+from .options import (
     BACKSOLVE_HORIZON_MODELS,
     SHORTEST_RUN,
     _check_positive,
@@ -349,8 +349,8 @@ def _integrate_model(
     max_steps,
     throw,
 ) -> Run:
-    from .._stepping.interpolating import InterpolatingAdjoint
-    from .._stepping.steppers.flat import FlatModel
+    from .interpolating import InterpolatingAdjoint
+    from .steppers.flat import FlatModel
 
     # A traced length or start, unchecked on the host: an invalid one runs for a
     # moment instead, and is reported by its code.
@@ -441,26 +441,14 @@ def run_result(model, params, end, saved, result, num_steps, throw=False) -> Run
 
 
 def check_exact(model: AbstractModel, saveat) -> None:
-    """Refuse `solver="exact"` where the run is not a linear layer model's under a
-    piecewise-linear forcing saved at given times (or its end).
+    """Refuse `solver="exact"` where the model has no exact solution
+    (`model.check_exact`) or the run is not saved at given times (or its end).
 
     **Raises:**
 
     - `ValueError`: naming what is missing.
     """
-    from .base import AbstractLayerModel
-
-    if not isinstance(model, AbstractLayerModel):
-        raise ValueError(
-            "solver='exact' solves a global layer model (ebm.TwoLayerModel, "
-            f"ebm.NLayerModel), which is linear; got {type(model).__name__}."
-        )
-    if not model.forcing.piecewise_linear:
-        raise ValueError(
-            "solver='exact' needs a forcing that is linear in time between its "
-            f"kinks; {type(model.forcing).__name__} does not declare it "
-            "(`piecewise_linear`)."
-        )
+    model.check_exact()
     subs = saveat.subs
     if subs.t0 or subs.steps or saveat.dense or subs.fn is not _SAVE_STATE:
         raise ValueError(
@@ -474,8 +462,6 @@ _SAVE_STATE = diffrax.SaveAt(t1=True).subs.fn
 
 @eqx.filter_jit
 def _integrate_exact(params, years, t0, model, y0, ts) -> Run:
-    from .exact import exact_states
-
     # Traced arguments, unchecked on the host: reported by their code, with the
     # state computed over a valid run (the saved times clipped to it).
     invalid = run_arguments_result(years, t0, ts)
@@ -484,12 +470,11 @@ def _integrate_exact(params, years, t0, model, y0, ts) -> Run:
     t1 = t0 + years
     save = jnp.zeros(0) if ts is None else jnp.asarray(ts, dtype=float)
     save = jnp.clip(jnp.sort(jnp.where(jnp.isfinite(save), save, t0)), t0, t1)
-    saved, final, intervals = exact_states(
-        model, params, model.to_vector(y0), t0, t1, save
+    saved, final, intervals = model.exact_states(params, y0, t0, t1, save)
+    finite = jnp.all(
+        jnp.stack([jnp.all(jnp.isfinite(x)) for x in jax.tree.leaves(final)])
     )
-    final = model.from_vector(final)
-    finite = jnp.all(jnp.isfinite(model.to_vector(final)))
     result = RESULTS.where(finite, RESULTS.successful, RESULTS.nonfinite_state)
     result = RESULTS.where(invalid == RESULTS.successful, result, invalid)
-    saved = (None, None) if ts is None else (save, jax.vmap(model.from_vector)(saved))
+    saved = (None, None) if ts is None else (save, saved)
     return run_result(model, params, (t1, final), saved, result, intervals)

@@ -6,9 +6,9 @@ import jax.numpy as jnp
 from jaxtyping import Array, Float
 
 from ..._custom_types import Flux, Temperature
-from ..._model.grid import Grid
 from ..._model.parameters import AbstractParams
 from ..base import AbstractAlbedo
+from ..grid import Grid
 
 
 class PrescribedAlbedo(AbstractAlbedo):

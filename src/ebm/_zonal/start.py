@@ -10,8 +10,8 @@ import numpy as np
 
 from .._checks import known_value
 from .._custom_types import Temperature
-from .._physics.insolation.p2 import legendre_p2
 from .grid import Grid, geometry
+from .insolation.p2 import legendre_p2
 from .model import EnergyBalanceModel, present_day_profile
 from .params import Params
 
@@ -102,7 +102,7 @@ def resolve_model(model: EnergyBalanceModel | None, grid: Grid | None):
 def resolve_any_model(model, grid: Grid | None):
     """The model to use: any model of the protocol (`grid` is then refused: it
     carries its own), or the zonal one from `model=` or `grid=`."""
-    from .protocol import AbstractModel
+    from .._model.protocol import AbstractModel
 
     if isinstance(model, AbstractModel) and not isinstance(model, EnergyBalanceModel):
         if grid is not None:
@@ -133,7 +133,7 @@ def model_latitudes(model):
 def check_zonal_params(params, model: EnergyBalanceModel) -> None:
     """Refuse the parameters of another model (a layer model's, say) given to the
     zonal one, naming the model they belong to, before any check of their values."""
-    from .parameters import AbstractParams
+    from .._model.parameters import AbstractParams
     from .params import Params
 
     if not isinstance(params, AbstractParams):

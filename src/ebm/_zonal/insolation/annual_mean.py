@@ -1,13 +1,13 @@
 """The exact annual-mean insolation of the orbit, at cell centres, W m-2.
 
-`ebm.annual_mean_insolation` (see `ebm._physics.insolation.orbital`): it depends on
+`ebm.annual_mean_insolation` (see `ebm._zonal.insolation.orbital`): it depends on
 `obliquity` and `eccentricity`.
 """
 
 from ..._custom_types import Flux
-from ..._model.grid import Grid
 from ..._model.parameters import AbstractParams
 from ..base import AbstractInsolation
+from ..grid import Grid
 from .orbital import ORBIT, unchecked_annual_mean_insolation
 from .p2 import S0
 

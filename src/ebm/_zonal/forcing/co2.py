@@ -15,9 +15,9 @@ import jax.numpy as jnp
 
 from ..._custom_types import Flux
 from ..._model.declarations import Parameter
-from ..._model.grid import Grid
 from ..._model.parameters import AbstractParams
 from ..base import AbstractForcing
+from ..grid import Grid
 from .uniform import FORCING
 
 

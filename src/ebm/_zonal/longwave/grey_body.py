@@ -13,9 +13,9 @@ degC for climlab's defaults $\varepsilon = 0.65$, $\tau = 0.95$ (whose OLR at 15
 
 from ..._custom_types import Flux, Temperature
 from ..._model.declarations import Parameter
-from ..._model.grid import Grid
 from ..._model.parameters import AbstractParams
 from ..base import AbstractLongwave
+from ..grid import Grid
 
 
 STEFAN_BOLTZMANN = 5.670374419e-8

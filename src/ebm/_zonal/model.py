@@ -11,7 +11,7 @@ $$C\,\frac{\partial T}{\partial t} = \underbrace{(1 - \alpha(T,\phi))\,Q(\phi)}_
 with $C$ the surface heat capacity, J m-2 K-1 (by default that of a water column of
 depth $h$ = `water_depth`, $C = \rho_w c_w h$; see `ebm.LandOceanHeatCapacity` for a
 land/ocean mix), and $F$ a uniform radiative forcing (`forcing`, W m-2,
-default 0). Each term is a swappable Module (see `ebm._physics`);
+default 0). Each term is a swappable Module (see `ebm._zonal`);
 the defaults reproduce climlab's `EBM`. The right-hand side is the *energy budget*
 (W m-2); dividing by $C$ and multiplying by the seconds in a year gives the tendency
 in K per year, which is what the vector field returns, since `ebm` measures time in
@@ -34,8 +34,10 @@ from jaxtyping import Array, Float, PyTree
 
 from .._constants import SECONDS_PER_YEAR
 from .._custom_types import EdgeValues, Flux, Scalar, Temperature
-from .._physics.albedo.subgrid import SubgridIceAlbedo
-from .._physics.base import (
+from .._model.parameters import AbstractParams, merge, params_class
+from .._model.protocol import AbstractModel, Variable
+from .albedo.subgrid import SubgridIceAlbedo
+from .base import (
     AbstractAlbedo,
     AbstractForcing,
     AbstractHeatCapacity,
@@ -44,15 +46,13 @@ from .._physics.base import (
     AbstractTerm,
     AbstractTransport,
 )
-from .._physics.forcing.uniform import UniformForcing
-from .._physics.heat_capacity.mixed_layer import MixedLayerHeatCapacity
-from .._physics.insolation.p2 import P2Insolation, legendre_p2
-from .._physics.longwave.linear import LinearLongwave
-from .._physics.transport.diffusive import DiffusiveTransport
+from .forcing.uniform import UniformForcing
 from .grid import Grid, geometry
-from .parameters import AbstractParams, merge, params_class
+from .heat_capacity.mixed_layer import MixedLayerHeatCapacity
+from .insolation.p2 import P2Insolation, legendre_p2
+from .longwave.linear import LinearLongwave
 from .params import Params, declarations_of
-from .protocol import AbstractModel, Variable
+from .transport.diffusive import DiffusiveTransport
 
 
 def ice_edge(

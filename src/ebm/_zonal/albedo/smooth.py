@@ -4,14 +4,14 @@ $$\alpha_i = \alpha_w(\phi_i) + \left(a_i - \alpha_w(\phi_i)\right)
 \tfrac{1}{2}\left(1 - \tanh\frac{T_i - T_f}{w}\right),$$
 
 with the ice-free albedo $\alpha_w = a_0 + a_2 P_2(\sin\phi)$ (see
-`ebm._physics.albedo.ice`). Where the ice edge crosses a cell by more than the
+`ebm._zonal.albedo.ice`). Where the ice edge crosses a cell by more than the
 transition width, the edge is pinned to the grid: see `ebm.SubgridIceAlbedo`.
 """
 
 from ..._custom_types import Flux, Temperature
-from ..._model.grid import Grid
 from ..._model.parameters import AbstractParams
 from ..base import AbstractAlbedo
+from ..grid import Grid
 from .ice import ICE_ALBEDO, ICE_FREE_ALBEDO_RANGE, ice_fraction, ice_free_albedo
 
 

@@ -25,9 +25,9 @@ converge to the same continuum model as the grid is refined.
 import jax.numpy as jnp
 
 from ..._custom_types import Flux, Temperature
-from ..._model.grid import Grid
 from ..._model.parameters import AbstractParams
 from ..base import AbstractAlbedo
+from ..grid import Grid
 from .ice import ICE_ALBEDO, ICE_FREE_ALBEDO_RANGE, _mean_tanh, ice_free_albedo
 
 

@@ -11,9 +11,9 @@ of today's orbit's annual mean.
 
 from ..._custom_types import Flux
 from ..._model.declarations import Parameter
-from ..._model.grid import Grid
 from ..._model.parameters import AbstractParams
 from ..base import AbstractInsolation
+from ..grid import Grid
 
 
 S0 = Parameter(

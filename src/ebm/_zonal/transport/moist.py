@@ -54,9 +54,9 @@ import jax.numpy as jnp
 
 from ..._custom_types import EdgeValues, Flux, Temperature
 from ..._model.declarations import Parameter
-from ..._model.grid import Grid
 from ..._model.parameters import AbstractParams
 from ..base import AbstractTransport
+from ..grid import Grid
 from .diffusive import D, _diffusive_flux, convergence_of, in_petawatts
 
 

@@ -22,8 +22,8 @@ from jaxtyping import Array, Float
 
 from .._custom_types import Flux, Temperature
 from .._model.declarations import Constraint, Parameter
-from .._model.grid import Grid
 from .._model.parameters import AbstractParams
+from .grid import Grid
 
 
 class AbstractTerm(eqx.Module):

@@ -37,9 +37,9 @@ import jax.numpy as jnp
 from ..._constants import EARTH_RADIUS, PETAWATT
 from ..._custom_types import EdgeValues, Flux, Temperature
 from ..._model.declarations import Parameter
-from ..._model.grid import Grid
 from ..._model.parameters import AbstractParams
 from ..base import AbstractTransport
+from ..grid import Grid
 
 
 D = Parameter(

@@ -1,14 +1,14 @@
 """The daily-mean insolation of each day of the year, for the seasonal model.
 
-`ebm.daily_insolation` (Berger 1978; see `ebm._physics.insolation.orbital` for the
+`ebm.daily_insolation` (Berger 1978; see `ebm._zonal.insolation.orbital` for the
 formulas and their conventions), at cell centres, W m-2.
 """
 
 from ..._constants import DAYS_PER_YEAR
 from ..._custom_types import Flux
-from ..._model.grid import Grid
 from ..._model.parameters import AbstractParams
 from ..base import AbstractInsolation
+from ..grid import Grid
 from .orbital import ORBIT, unchecked_daily_insolation
 from .p2 import S0
 

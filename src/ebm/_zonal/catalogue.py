@@ -1,7 +1,7 @@
 """ebm's own terms, found by walking this package, and the names the `ebm` command
 selects them by.
 
-Every final subclass of `ebm.AbstractTerm` defined in a module under `ebm._physics`
+Every final subclass of `ebm.AbstractTerm` defined in a module under `ebm._zonal`
 is one of ebm's terms: a new term file is found without being listed anywhere. Its
 kind is the model's field it fills (`longwave`, `transport`, ...), from the abstract
 base it derives from, and its command-line name is its class name without the
@@ -45,7 +45,7 @@ KINDS: dict[str, type[AbstractTerm]] = {
 
 @functools.cache
 def term_classes() -> tuple[type[AbstractTerm], ...]:
-    """Every final term class defined under `ebm._physics`, sorted by name.
+    """Every final term class defined under `ebm._zonal`, sorted by name.
 
     Terms defined elsewhere (a user's, an example's) are not ebm's, and not listed.
     """
@@ -93,7 +93,7 @@ def parameters_by_name() -> dict:
     """`{name: (Parameter, term classes that declare it)}` for every parameter of
     ebm's terms: those of `ebm.Params` first, in its order, then the others by
     name."""
-    from .._model.params import Params
+    from .params import Params
 
     found: dict = {}
     for term in term_classes():

@@ -12,9 +12,9 @@ from jaxtyping import Array, Float
 
 from ..._constants import WATER_DENSITY, WATER_HEAT_CAPACITY
 from ..._model.declarations import Parameter
-from ..._model.grid import Grid
 from ..._model.parameters import AbstractParams
 from ..base import AbstractHeatCapacity
+from ..grid import Grid
 
 
 def water_column_heat_capacity(depth):

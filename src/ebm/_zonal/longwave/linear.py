@@ -7,9 +7,9 @@ in W m-2 with $T$ in degC; $A$ is the emission at 0 degC, $B$ the longwave feedb
 
 from ..._custom_types import Flux, Temperature
 from ..._model.declarations import Parameter
-from ..._model.grid import Grid
 from ..._model.parameters import AbstractParams
 from ..base import AbstractLongwave
+from ..grid import Grid
 
 
 A = Parameter(

@@ -8,21 +8,21 @@ so that the two models can be compared one to one.
 import inspect
 
 from .._custom_types import Scalar
-from .._physics.albedo.prescribed import PrescribedAlbedo
-from .._physics.albedo.smooth import SmoothIceAlbedo
-from .._physics.albedo.subgrid import SubgridIceAlbedo
-from .._physics.forcing.uniform import UniformForcing
-from .._physics.heat_capacity.land_ocean import LandOceanHeatCapacity
-from .._physics.heat_capacity.mixed_layer import (
+from .._model.parameters import merge, params_class, table
+from .albedo.prescribed import PrescribedAlbedo
+from .albedo.smooth import SmoothIceAlbedo
+from .albedo.subgrid import SubgridIceAlbedo
+from .forcing.uniform import UniformForcing
+from .heat_capacity.land_ocean import LandOceanHeatCapacity
+from .heat_capacity.mixed_layer import (
     MixedLayerHeatCapacity,
     water_column_heat_capacity,
 )
-from .._physics.insolation.annual_mean import AnnualMeanInsolation
-from .._physics.insolation.daily import DailyInsolation
-from .._physics.insolation.p2 import P2Insolation
-from .._physics.longwave.linear import LinearLongwave
-from .._physics.transport.diffusive import DiffusiveTransport
-from .parameters import merge, params_class, table
+from .insolation.annual_mean import AnnualMeanInsolation
+from .insolation.daily import DailyInsolation
+from .insolation.p2 import P2Insolation
+from .longwave.linear import LinearLongwave
+from .transport.diffusive import DiffusiveTransport
 
 
 BUILTIN_TERMS = (
