@@ -139,6 +139,37 @@ def test_plot_run_draws_the_enthalpy_against_time_and_x(cycle):
         plt.close(fig)
 
 
+def test_the_figure_labels_its_lines_and_says_when_the_ice_has_no_thermodynamics(
+    cycle,
+):
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig = ebm.plot_sea_ice(cycle, MODEL, PARAMS)
+    try:
+        labels = [t.get_text() for t in fig.axes[0].get_legend().get_texts()]
+        assert labels == ["ice edge", "edge of the melting ice surface"]
+        assert [t.get_text() for t in fig.axes[1].get_legend().get_texts()] == [
+            "ice edge"
+        ]
+        assert "ice thickness (m)" in [a.get_ylabel() for a in fig.axes]
+    finally:
+        plt.close(fig)
+    bare = ebm.SeaIceModel(N, thermodynamics=False)
+    year = ebm.seasonal_spinup(PARAMS, model=bare, years=1, steps_per_year=STEPS)
+    fig = ebm.plot_sea_ice(year, bare, PARAMS)
+    try:
+        assert "without thermodynamics" in fig._suptitle.get_text()
+        words = " ".join(a.get_ylabel() for a in fig.axes)
+        assert "thickness" not in words and "surface enthalpy" in words
+        labels = [t.get_text() for t in fig.axes[0].get_legend().get_texts()]
+        assert labels == ["ice edge"]  # the ice's surface never melts
+    finally:
+        plt.close(fig)
+
+
 def _outputs(params):
     """The annual, hemispheric mean temperature and the summer (most poleward) ice
     edge."""
@@ -308,6 +339,21 @@ def test_the_command_line(capsys, tmp_path):
         # 365-day calendar from 1 January would say.
         assert dataset["time"].attrs["units"] == "days"
         assert "northern winter solstice" in dataset["time"].attrs["long_name"]
+        # Units of the state (enthalpy), the latitude beside x, and what the model
+        # computes from its state: the ice's thickness and its edge in degrees.
+        for name in ("step_error", "residual"):
+            assert dataset[name].attrs["units"] == "W yr m-2"
+        np.testing.assert_allclose(
+            dataset["x_latitude"], np.degrees(np.arcsin(MODEL.x)), rtol=1e-14
+        )
+        assert dataset["x_latitude"].attrs["units"] == "degrees_north"
+        assert dataset["h"].dims == ("time", "x") and dataset["h"].attrs["units"] == "m"
+        assert float(dataset["h"][:, -1].min()) > 0.0  # ice at the pole all year
+        edge = dataset["ice_edge"]
+        assert edge.dims == ("time",) and edge.attrs["units"] == "degrees_north"
+        assert [float(edge.min()), float(edge.max())] == pytest.approx(
+            [south, north], rel=1e-12
+        )
     assert main(["seaice", "--ai", "2"]) == 2
     assert "`ai` must be in [0, 1], got 2" in capsys.readouterr().err
 
@@ -417,3 +463,16 @@ def test_periodic_continuation_refusals():
         ebm.periodic_continuation(PARAMS, "F", stop=0.0, model=MODEL)
     with pytest.raises(ValueError, match="reaches ai = 2.0"):
         ebm.periodic_continuation(PARAMS, "ai", stop=2.0, model=MODEL)
+
+
+def test_the_ice_edge_in_degrees_and_its_derivative_have_no_nan_without_ice():
+    from ebm._seaice.metrics import edge_latitude
+
+    x = jnp.array([0.0, 0.3, 0.9, 1.0])
+    np.testing.assert_allclose(
+        edge_latitude(x), np.degrees(np.arcsin(np.asarray(x))), rtol=1e-14
+    )
+    slope = jax.vmap(jax.grad(edge_latitude))(x)
+    expected = np.degrees(1.0) / np.sqrt(1.0 - np.asarray(x[:3]) ** 2)
+    np.testing.assert_allclose(slope[:3], expected, rtol=1e-14)
+    assert float(slope[3]) == 0.0

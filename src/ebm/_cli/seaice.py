@@ -39,6 +39,7 @@ def add_parser(subparsers) -> None:
         action="store_true",
         help="skip d(summer ice edge)/d(parameter)",
     )
+    common.add_max_steps(parser, "Newton step limit of the shooting (32)")
     common.add_outputs(parser, "seaice.png", "cycle")
     group = parser.add_argument_group("parameters")
     common.add_declared_parameters(
@@ -51,7 +52,7 @@ def run(arguments) -> dict:
     import jax
     import numpy as np
 
-    from .._seaice.metrics import summer_ice_edge
+    from .._seaice.metrics import edge_latitude, summer_ice_edge
     from .._seaice.model import SeaIceModel
     from .._steady.seasonal import periodic_equilibrium
 
@@ -60,7 +61,10 @@ def run(arguments) -> dict:
 
     def cycle_of(p):
         return periodic_equilibrium(
-            p, model=model, steps_per_year=arguments.steps_per_year
+            p,
+            model=model,
+            steps_per_year=arguments.steps_per_year,
+            **common.limits(arguments),
         )
 
     cycle = cycle_of(params)
@@ -81,9 +85,14 @@ def run(arguments) -> dict:
         ],
     }
     if not arguments.no_gradient:
-        gradient = jax.grad(lambda p: summer_ice_edge(cycle_of(p), model))(params)
-        # The edge is the sine of its latitude.
-        common.add_derivatives(report, "d_summer_ice_edge_d", gradient, "1")
+        # The edge in degrees north, arcsin of the sine that the model gives (1
+        # without summer ice, where its derivatives are 0).
+        gradient = jax.grad(
+            lambda p: edge_latitude(summer_ice_edge(cycle_of(p), model))
+        )(params)
+        common.add_derivatives(
+            report, "d_summer_ice_edge_d", gradient, "degrees_north"
+        )
 
     def plot(path):
         from .._edges.plot_seaice import plot_sea_ice
@@ -97,4 +106,4 @@ def run(arguments) -> dict:
             f"{float(params.F):g} W m-2",
         )
 
-    return common.finish(report, cycle, params, arguments, plot)
+    return common.finish(report, cycle, params, arguments, plot, model=model)

@@ -5,6 +5,7 @@ and their sweeps, projections; built from the variables of the results they hold
 
 import numpy as np
 
+from .._model.protocol import state_units
 from .._zonal.params import Params
 from .variables import (
     TEMPERATURE,
@@ -212,11 +213,19 @@ def periodic_variables(cycle, container: type[Params]) -> dict:
         as_numpy(cycle.global_mean),
         {"units": "degC", "long_name": "global-mean surface temperature"},
     )
+    # In the state's units where its variables share them (K, degC: a change of
+    # the temperature; the sea ice's W yr m-2 of enthalpy).
+    units = state_units(cycle.variables)
+    of_each = "" if units is not None else ", each variable in its own units"
     variables["residual"] = scalar_variable(
-        cycle.residual, "1", "largest change of any state variable over the year"
+        cycle.residual,
+        units or "1",
+        f"largest change of any state variable over the year{of_each}",
     )
     variables["step_error"] = scalar_variable(
-        cycle.step_error, "K", "estimated time-stepping error over the year"
+        cycle.step_error,
+        units or "1",
+        f"estimated time-stepping error of the state over the year{of_each}",
     )
     variables["num_steps"] = scalar_variable(
         cycle.num_steps, "1", "Newton steps (years spun up)"

@@ -35,6 +35,7 @@ from .analysis_variables import (
 from .variables import (
     branch_variables,
     coordinate_names,
+    diagnostic_variables,
     equilibrium_variables,
     flux_diagnostics,
     global_attributes,
@@ -176,6 +177,16 @@ def to_dataset(result, params: Params | None = None, *, model=None):
         variables.update(latitude_variables(Grid(int(np.asarray(lat).shape[-1]))))
     if isinstance(result, Equilibrium) and model is not None and params is not None:
         variables.update(flux_diagnostics(result.T, params, model))
+    if (
+        kind == "periodic state"
+        and swept is None
+        and model is not None
+        and params is not None
+    ):
+        # What the model computes from its state (the sea ice's thickness and edge).
+        variables.update(
+            diagnostic_variables(model, params, result.t, result.states, ("time",))
+        )
     attributes = global_attributes(kind, params)
     if kind == "ensemble":
         for name in variables:

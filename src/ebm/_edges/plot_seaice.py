@@ -12,8 +12,9 @@ def plot_sea_ice(cycle, model, params, *, ax=None, path=None, title=None):
     """Three panels of an `ebm.SeaIceModel`'s periodic state (or spin-up's year):
     the surface temperature against the time of year and latitude, with the ice
     edge and the edge of the melting ice surface (red; between them the ice's
-    surface is at its melting point); the ice
-    thickness likewise; and the ice edge's latitude through the year.
+    surface is at its melting point); the ice thickness likewise (for ice without
+    thermodynamics, which has none, the surface enthalpy, and the title says so);
+    and the ice edge's latitude through the year.
 
     **Arguments:**
 
@@ -54,11 +55,17 @@ def plot_sea_ice(cycle, model, params, *, ax=None, path=None, title=None):
     t = np.asarray(cycle.t) * DAYS_PER_YEAR
     lat = np.asarray(model.lat)
     edge = np.degrees(np.arcsin(np.asarray(jax.vmap(model.ice_edge)(cycle.states))))
-    thickness = np.asarray(jax.vmap(lambda y: model.thickness(y, params))(cycle.states))
     T = np.asarray(cycle.T)
+    if model.thermodynamics:
+        thickness = jax.vmap(lambda y: model.thickness(y, params))(cycle.states)
+        second = (np.asarray(thickness), "ice thickness (m)", "Blues")
+    else:
+        # Ice without thermodynamics has no thickness: its enthalpy, ice below 0.
+        E = np.asarray(cycle.states["E"])
+        second = (E, "surface enthalpy (W yr m-2; ice below 0)", "RdBu_r")
     panels = (
         (axes[0], T, "surface temperature (degC)", "coolwarm"),
-        (axes[1], thickness, "ice thickness (m)", "Blues"),
+        (axes[1], *second),
     )
     for panel, values, label, cmap in panels:
         mesh = panel.pcolormesh(t, lat, values.T, shading="nearest", cmap=cmap)
@@ -69,15 +76,19 @@ def plot_sea_ice(cycle, model, params, *, ax=None, path=None, title=None):
     # The ice's surface melts where T0 >= Tm, where the blended T is at least
     # Tm - melt_width log 2 (Tm itself, for a width of 0).
     melting = MELTING_POINT - max(float(params.melt_width) * np.log(2.0), 1e-6)
-    if np.nanmin(T) < melting < np.nanmax(T):
+    if model.thermodynamics and np.nanmin(T) < melting < np.nanmax(T):
         axes[0].contour(t, lat, T.T, [melting], colors="r", linewidths=0.8)
-    axes[0].legend(loc="lower left", fontsize=8)
+        # (A contour has no legend entry of its own.)
+        axes[0].plot([], [], "r", lw=0.8, label="edge of the melting ice surface")
+    for panel in axes[:2]:
+        panel.legend(loc="lower left", fontsize=8)
     axes[2].plot(t, edge, "k")
     axes[2].set_xlabel(year_axis_label(model.year_start))
     axes[2].set_ylabel("ice edge (degrees north)")
     axes[2].set_ylim(0, 90)
-    _mark_failure(
-        fig, title or "sea ice through the year", _failure(cycle), figure=True
-    )
+    title = title or "sea ice through the year"
+    if not model.thermodynamics:
+        title = f"{title} (ice without thermodynamics: T = E / cw)"
+    _mark_failure(fig, title, _failure(cycle), figure=True)
     _save(fig, path)
     return fig

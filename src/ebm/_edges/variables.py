@@ -280,6 +280,16 @@ def declared_variables(declared, state: dict, long_prefix: str = "") -> dict:
                 np.asarray(coordinate.values),
                 {"units": coordinate.units, "long_name": coordinate.long_name},
             )
+            if coordinate.latitude is not None:
+                variables[f"{coordinate.name}_latitude"] = (
+                    coordinate.name,
+                    np.asarray(coordinate.latitude),
+                    {
+                        "units": "degrees_north",
+                        "standard_name": "latitude",
+                        "long_name": f"latitude of each {coordinate.name}",
+                    },
+                )
         # (Counted from the end: an ensemble's values have a leading member axis.)
         first = value.ndim - len(variable.dims)
         for axis, name in enumerate(variable.dims):
@@ -297,7 +307,13 @@ def coordinate_names(declared) -> set[str]:
     """The names of the coordinates that `declared_variables` writes for
     `declared`: each variable's own, and `layer`."""
     names = {c.name for variable in declared for c in variable.coordinates}
-    return names | {"layer"}
+    latitudes = {
+        f"{c.name}_latitude"
+        for variable in declared
+        for c in variable.coordinates
+        if c.latitude is not None
+    }
+    return names | latitudes | {"layer"}
 
 
 def run_variables(run, container: type[Params]) -> dict:
@@ -519,3 +535,22 @@ def branch_variables(branch, container: type[Params]) -> dict:
             {**TEMPERATURE, "long_name": "temperature at each point"},
         )
     return variables
+
+
+def diagnostic_variables(model, params, t, states, leading: tuple[str, ...]) -> dict:
+    """`model.diagnostics` of `states` at times `t` (each with the leading axes
+    `leading`, as `("time",)`), with their declared units and long names."""
+    import jax
+
+    diagnose = lambda t, y: model.diagnostics(t, y, params)  # noqa: E731
+    for _ in leading:
+        diagnose = jax.vmap(diagnose)
+    values = diagnose(t, states)
+    return {
+        v.name: (
+            (*leading, *v.dims),
+            as_numpy(values[v.name]),
+            {"units": v.units, "long_name": v.long_name},
+        )
+        for v in model.diagnostic_variables
+    }

@@ -48,12 +48,16 @@ class Coordinate:
     - `name`: the dimension's name (`"x"`).
     - `values`: its values, a tuple of floats.
     - `units`, `long_name`: as for `ebm.Variable`.
+    - `latitude`: the latitude of each value, degrees north, where the coordinate
+        is not latitude itself (the sea-ice model's `x = sin(latitude)`): files
+        write it beside the coordinate as `<name>_latitude`.
     """
 
     name: str
     values: tuple[float, ...]
     units: str
     long_name: str
+    latitude: tuple[float, ...] | None = None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -165,6 +169,17 @@ class AbstractModel(eqx.Module):
         del t, y, params
         return None
 
+    @property
+    def diagnostic_variables(self) -> tuple[Variable, ...]:
+        """What files write beside the state, computed from it by `diagnostics`
+        (names, units, long names, dimensions): none by default."""
+        return ()
+
+    def diagnostics(self, t, y: PyTree, params: AbstractParams) -> dict[str, Array]:
+        """The values of `diagnostic_variables` in state `y` at time `t`."""
+        del t, y, params
+        return {}
+
     def check_exact(self) -> None:
         """Refuse `solver="exact"` where the model has no exact solution (the
         default: only a linear model under a piecewise-linear forcing has one).
@@ -267,3 +282,10 @@ def state_arrays(model: AbstractModel, y: PyTree) -> dict[str, Float[Array, "...
         (variable,) = model.variables
         return {variable.name: jnp.asarray(y)}
     return {v.name: jnp.asarray(y[v.name]) for v in model.variables}
+
+
+def state_units(variables: tuple[Variable, ...]) -> str | None:
+    """The units that every variable of a state (`model.variables`) shares (those
+    of a residual or a step error over the whole state), else `None`."""
+    units = {v.units for v in variables}
+    return units.pop() if len(units) == 1 else None

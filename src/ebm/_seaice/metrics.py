@@ -55,6 +55,15 @@ def summer_ice_edge(cycle, model: SeaIceModel) -> Scalar:
     return jnp.max(jax.vmap(model.ice_edge)(states))
 
 
+def edge_latitude(x) -> Scalar:
+    """The latitude of an ice edge at `x = sin(latitude)`, degrees north: 90 for
+    `x >= 1` (no ice), where its derivative is 0 rather than arcsin's infinite
+    slope times 0 (NaN)."""
+    inside = x < 1.0
+    latitude = jnp.arcsin(jnp.where(inside, x, 0.0))
+    return jnp.degrees(jnp.where(inside, latitude, 0.5 * jnp.pi))
+
+
 def polar_summer_enthalpy(cycle) -> Scalar:
     """The largest enthalpy over the year at the pole, W yr m-2 (extrapolated
     linearly from the two poleward boxes): positive where the summer is ice-free

@@ -144,8 +144,31 @@ class SeaIceModel(AbstractModel):
     @property
     def variables(self) -> tuple[Variable, ...]:
         x = tuple(float(v) for v in _centres(self.n))
-        coordinate = Coordinate("x", x, "1", "sine of latitude")
+        latitude = tuple(float(v) for v in np.degrees(np.arcsin(_centres(self.n))))
+        coordinate = Coordinate("x", x, "1", "sine of latitude", latitude)
         return (Variable("E", "W yr m-2", "surface enthalpy", ("x",), (coordinate,)),)
+
+    @property
+    def diagnostic_variables(self) -> tuple[Variable, ...]:
+        """The ice thickness (m; with the ice's thermodynamics) and the ice edge
+        (degrees north)."""
+        thickness = (
+            (Variable("h", "m", "sea-ice thickness", ("x",)),)
+            if self.thermodynamics
+            else ()
+        )
+        return (
+            *thickness,
+            Variable("ice_edge", "degrees_north", "sea-ice edge latitude"),
+        )
+
+    def diagnostics(self, t, y: PyTree, params) -> dict[str, Array]:
+        del t
+        # (arcsin(1) = 90 without ice; files hold no derivatives.)
+        values = {"ice_edge": jnp.degrees(jnp.arcsin(self.ice_edge(y)))}
+        if self.thermodynamics:
+            values["h"] = self.thickness(y, params)
+        return values
 
     @property
     def Params(self) -> type[AbstractParams]:
