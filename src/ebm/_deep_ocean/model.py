@@ -35,7 +35,6 @@ from .._scenarios.base import (
 )
 from .._steady.equilibrium import equilibrium
 from .._stepping.options import time_scales
-from .._stepping.run import check_model_params
 from .._zonal.model import EnergyBalanceModel
 from .._zonal.start import initial_profile
 
@@ -209,7 +208,6 @@ class DeepOceanModel(AbstractModel):
 
         - `ValueError`: for a parameter that is not walked (see above).
         """
-        params = check_model_params(params, self)
         surface_names = self.surface.Params.field_names()
         walkable = tuple(n for n in surface_names if n != "forcing")
         if parameter not in walkable:

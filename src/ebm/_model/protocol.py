@@ -221,7 +221,8 @@ class AbstractModel(eqx.Module):
     def walked_model(self, params: AbstractParams, parameter: str, t, start):
         """`(params, model, start)` of the zonal model whose branch and folds are
         this model's steady states under the forcing of time `t`: what
-        `ebm.continuation` and `ebm.fold` walk for it.
+        `ebm.continuation` and `ebm.fold` walk for it (`params` already checked
+        as the model's).
 
         **Raises:**
 

@@ -45,5 +45,5 @@ def on_the_surface(params, parameter: str, model, grid, start, t):
             f"`grid` is for the zonal model; {type(model).__name__} carries its "
             "surface model's."
         )
-    check_model_params(params, model)
+    params = check_model_params(params, model)
     return model.walked_model(params, parameter, _forcing_time(model, t), start)
