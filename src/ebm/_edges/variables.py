@@ -542,7 +542,9 @@ def diagnostic_variables(model, params, t, states, leading: tuple[str, ...]) -> 
     `leading`, as `("time",)`), with their declared units and long names."""
     import jax
 
-    diagnose = lambda t, y: model.diagnostics(t, y, params)  # noqa: E731
+    def diagnose(t, y):
+        return model.diagnostics(t, y, params)
+
     for _ in leading:
         diagnose = jax.vmap(diagnose)
     values = diagnose(t, states)
