@@ -232,13 +232,31 @@ def test_bayesian_calibration_example_runs(tmp_path):
 
 
 def test_land_box_example_runs(tmp_path):
-    # A model of the protocol written in the script: its TCR's reverse-mode
-    # derivative matches central finite differences to the digits printed.
-    result = _run_example("land_box.py", cwd=tmp_path)
-    line = next(line for line in result.stdout.splitlines() if "d(TCR)/d(exch" in line)
-    values = [float(word.rstrip(",")) for word in line.split() if word[-1].isdigit()]
-    assert len(values) == 2 and values[0] == values[1] < 0.0
-    assert (tmp_path / "land_box.png").exists()
+    # A model of the user's own, written in the script (not in the package),
+    # through every entry point: its TCR's reverse-mode derivative and its fold's
+    # implicit derivative match central finite differences; the walk finds the
+    # fold where the land snows over, and the fit, sensitivity, posterior, files
+    # and figures come out.
+    result = _run_example("land_box.py", "--fast", cwd=tmp_path)
+    lines = result.stdout.splitlines()
+
+    def relative_difference(start):
+        line = next(line for line in lines if line.startswith(start))
+        return float(line.rsplit(maxsplit=1)[-1])
+
+    assert relative_difference("d(TCR)/d(exchange)") < 1e-4
+    assert relative_difference("d(fold F2x)/d(snow)") < 1e-6
+    fold = next(line for line in lines if line.startswith("fold at F2x"))
+    assert 3.45 < float(fold.split()[4]) < 15.0
+    fitted = next(line for line in lines if line.startswith("fitted feedback_land"))
+    assert float(fitted.split()[2]) == pytest.approx(0.8, rel=1e-5)
+    assert "NOT" not in fitted
+    quantiles = next(line for line in lines if line.startswith("feedback_land 5-95%"))
+    low, high = (float(v) for v in quantiles.split()[2].split("-"))
+    assert low < 0.8 < high
+    for name in ("land_box.png", "land_box_branch.png", "land_box_branch.nc"):
+        assert (tmp_path / name).stat().st_size > 1_000, name
+    assert "T_land" in next(line for line in lines if "land_box.nc" in line)
 
 
 def test_historical_calibration_example_runs(tmp_path):

@@ -334,7 +334,8 @@ _FOLD_NAMES = {"S0": "S0 (W m-2)", "forcing": "forcing (W m-2)", "D": "D (W m-2 
 
 
 def plot_branch(branch, *, ax=None, path=None, label=None, color=None, annotate=True):
-    """Plot a branch of equilibria: ice edge and global mean against the parameter.
+    """Plot a branch of equilibria: ice edge and global mean against the parameter
+    (the global mean alone for a model without sea ice).
 
     Stable points are drawn solid, unstable dashed; folds are marked with their
     parameter values.
@@ -343,7 +344,8 @@ def plot_branch(branch, *, ax=None, path=None, label=None, color=None, annotate=
 
     - `branch`: an `ebm.Branch`.
     - `ax`: two matplotlib axes to draw on, (ice edge, global mean), e.g. a
-        previous call's `figure.axes` to overlay branches (default: a new figure).
+        previous call's `figure.axes` to overlay branches (default: a new figure);
+        one axes for a model without sea ice.
     - `path`: if given, save the figure there.
     - `label`: legend label.
     - `color`: line colour (default `"C0"`; give each overlaid branch its own).
@@ -353,11 +355,17 @@ def plot_branch(branch, *, ax=None, path=None, label=None, color=None, annotate=
 
     The matplotlib `Figure` drawn on.
     """
-    fig, axes = _axes(ax, 2, nrows=2, figsize=(7, 7), sharex=True)
+    icy = not np.all(np.isnan(np.asarray(branch.ice_edge)))
+    if icy:
+        fig, axes = _axes(ax, 2, nrows=2, figsize=(7, 7), sharex=True)
+        fields = (branch.ice_edge, branch.global_mean)
+    else:
+        fig, axes = _axes(ax, 1, figsize=(7, 4))
+        axes, fields = [axes], (branch.global_mean,)
     values = np.asarray(branch.values)
     stable = np.asarray(branch.stable)
     color = "C0" if color is None else color
-    for ax, field in zip(axes, (branch.ice_edge, branch.global_mean)):
+    for ax, field in zip(axes, fields):
         field = np.asarray(field)
         for segment in branch.segments():
             # Each segment is drawn up to the first point of the next, so the curve
@@ -372,13 +380,14 @@ def plot_branch(branch, *, ax=None, path=None, label=None, color=None, annotate=
             )
     for fold in branch.folds:
         value = float(fold.value)
-        axes[0].plot(value, float(fold.ice_edge), "o", color=color, ms=5)
-        axes[1].plot(value, float(fold.global_mean), "o", color=color, ms=5)
+        marked = (fold.ice_edge, fold.global_mean) if icy else (fold.global_mean,)
+        for ax, y in zip(axes, marked):
+            ax.plot(value, float(y), "o", color=color, ms=5)
         if not annotate:
             continue
         axes[0].annotate(
             f"{value:.1f}",
-            (value, float(fold.ice_edge)),
+            (value, float(marked[0])),
             xytext=(4, 4),
             textcoords="offset points",
             fontsize=8,
@@ -389,8 +398,20 @@ def plot_branch(branch, *, ax=None, path=None, label=None, color=None, annotate=
     )
     axes[0].plot([], [], color=color, lw=1.2, ls="--", label="unstable")
     axes[0].plot([], [], "o", color=color, ms=5, label="fold")
+    units = "°C" if branch.temperature_units == "degC" else branch.temperature_units
+    axes[-1].set_ylabel(f"global mean temperature ({units})")
+    name = branch.parameter
+    if branch.parameter_units is not None:
+        name = f"{name} ({branch.parameter_units})"
+    axes[-1].set_xlabel(_FOLD_NAMES.get(branch.parameter, name))
+    if not icy:
+        axes[0].legend(loc="best", fontsize=8)
+        _save(fig, path)
+        return fig
     south = -np.asarray(branch.ice_edge_south)
-    if np.max(np.abs(south - np.asarray(branch.ice_edge)), initial=0.0) > 0.05:
+    if np.all(np.isnan(south)):
+        axes[0].set_ylabel("ice edge (°N)")
+    elif np.nanmax(np.abs(south - np.asarray(branch.ice_edge)), initial=0.0) > 0.05:
         # An asymmetric model: the southern edge too, as a distance from the equator.
         axes[0].plot(values, south, color=color, ls=":", lw=1, label="ice edge (°S)")
         axes[0].set_ylabel("ice edge (°N; dotted: °S)")
@@ -398,8 +419,6 @@ def plot_branch(branch, *, ax=None, path=None, label=None, color=None, annotate=
         axes[0].set_ylabel("ice edge (°N)")
     axes[0].set_ylim(-3, 93)
     axes[0].set_yticks(np.arange(0, 91, 15))
-    axes[1].set_ylabel("global mean temperature (°C)")
-    axes[1].set_xlabel(_FOLD_NAMES.get(branch.parameter, branch.parameter))
     axes[0].legend(loc="upper left", fontsize=8)
     _save(fig, path)
     return fig

@@ -466,7 +466,7 @@ def branch_variables(branch, container: type[Params]) -> dict:
         "global_mean": (
             point,
             as_numpy(branch.global_mean),
-            {"units": "degC", "long_name": "global-mean temperature"},
+            {"units": branch.temperature_units, "long_name": "global-mean temperature"},
         ),
         "ice_edge": (
             point,
@@ -481,7 +481,10 @@ def branch_variables(branch, container: type[Params]) -> dict:
         "leading_eigenvalue": (
             point,
             as_numpy(branch.leading_eigenvalue),
-            {"units": "W m-2 K-1", "long_name": "largest eigenvalue of the Jacobian"},
+            {
+                "units": branch.eigenvalue_units,
+                "long_name": "largest real part of the Jacobian's eigenvalues",
+            },
         ),
         "stable": flag_variable(
             branch.stable, "whether each point is stable", "stable", point
@@ -520,7 +523,10 @@ def branch_variables(branch, container: type[Params]) -> dict:
         "fold_global_mean": (
             "fold",
             np.array([float(f.global_mean) for f in branch.folds]),
-            {"units": "degC", "long_name": "global-mean temperature at each fold"},
+            {
+                "units": branch.temperature_units,
+                "long_name": "global-mean temperature at each fold",
+            },
         ),
         "fold_side": (
             "fold",
@@ -528,11 +534,23 @@ def branch_variables(branch, container: type[Params]) -> dict:
             {"long_name": "-1: the two branches exist below the fold, +1: above"},
         ),
     }
+    for edge in ("ice_edge", "ice_edge_south"):
+        # A model without sea ice (or with one hemisphere) has no such edge.
+        if np.all(np.isnan(variables[edge][1])):
+            del variables[edge], variables[f"fold_{edge}"]
     if branch.T is not None:
+        T = as_numpy(branch.T)
+        dims = branch.profile_dims
+        if len(dims) != T.ndim - 1:
+            dims = tuple(f"cell_{i}" for i in range(T.ndim - 1))
         variables["T"] = (
-            (point, "lat"),
-            as_numpy(branch.T),
-            {**TEMPERATURE, "long_name": "temperature at each point"},
+            (point, *dims),
+            T,
+            {
+                **TEMPERATURE,
+                "units": branch.temperature_units,
+                "long_name": "surface temperature at each point",
+            },
         )
     return variables
 

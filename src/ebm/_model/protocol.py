@@ -220,21 +220,18 @@ class AbstractModel(eqx.Module):
 
     def walked_model(self, params: AbstractParams, parameter: str, t, start):
         """`(params, model, start)` of the zonal model whose branch and folds are
-        this model's steady states under the forcing of time `t`: what
-        `ebm.continuation` and `ebm.fold` walk for it (`params` already checked
-        as the model's).
+        this model's steady states under the forcing of time `t` (as
+        `ebm.DeepOceanModel`'s), or `None` (the default): `ebm.continuation` and
+        `ebm.fold` walk the model's own tendency, held at time `t`, with a dense
+        Jacobian (`params` already checked as the model's).
 
         **Raises:**
 
-        - `ValueError`: for a model whose steady states are not a zonal model's
-            (the default).
+        - `ValueError`: for a model that has no branch to walk (the global layer
+            models are linear).
         """
         del params, parameter, t, start
-        raise ValueError(
-            "ebm.continuation and ebm.fold walk the zonal model and models whose "
-            "steady states are a zonal model's (ebm.DeepOceanModel), not "
-            f"{type(self).__name__}: sweep ebm.equilibrium under jax.vmap instead."
-        )
+        return None
 
     def jacobian(
         self, t, y: PyTree, params: AbstractParams

@@ -11,13 +11,14 @@ import jax.numpy as jnp
 import lineax as lx
 import numpy as np
 import optimistix as optx
+from jax.flatten_util import ravel_pytree
 
 from ..._checks import refuse_if
 from ..._model.parameters import params_checked
 from ..._zonal.params import Params
 from ..._zonal.start import resolve_model
 from ..equilibrium import equilibrium
-from .problem import Problem, with_parameter
+from .problem import ModelProblem, Problem, with_parameter
 
 
 DEFAULT_CORRECTOR = optx.Newton(rtol=1e-10, atol=1e-10, linear_solver=lx.LU())
@@ -84,24 +85,49 @@ def _bounds(origin, stop, bounds):
     return jnp.asarray(low, float), jnp.asarray(high, float)
 
 
-def setup(params, parameter, stop, bounds, start, grid, model, parameter_scale):
-    """Inside `jit`: the model, the problem, the start point `y0`, the direction and
-    the bounds (`bounds` and `parameter_scale` as `walk_arguments` made them, and
-    checked by `check_traced`), and the result of the starting equilibrium's
-    solve. A failed start does not raise here (its `y0` is NaN, and the walk does
-    not start): the entry points report it as they report the walk's own failures,
-    by `throw`."""
-    model = resolve_model(model, grid)
+def setup(params, parameter, stop, bounds, start, grid, model, parameter_scale, t):
+    """Inside `jit`: the problem, the start point `y0`, the direction and the bounds
+    (`bounds` and `parameter_scale` as `walk_arguments` made them, and checked by
+    `check_traced`), and the result of the starting equilibrium's solve. A failed
+    start does not raise here (its `y0` is NaN, and the walk does not start): the
+    entry points report it as they report the walk's own failures, by `throw`.
+    `t` is `None` for the zonal model, else the time whose forcing is held."""
     origin = jnp.asarray(getattr(params, parameter), float)
-    low, high = bounds
-    problem = Problem(
-        model, params, parameter, origin, jnp.asarray(parameter_scale, float)
-    )
+    scale = jnp.asarray(parameter_scale, float)
     with params_checked():  # by the entry point, before tracing
-        start = equilibrium(params, model=model, start=start, throw=False)
-    y0 = jnp.concatenate([start.T, jnp.zeros(1, start.T.dtype)])
+        if t is None:
+            model = resolve_model(model, grid)
+            start = equilibrium(params, model=model, start=start, throw=False)
+            problem = Problem(model, params, parameter, origin, scale)
+            x0 = start.T
+        else:
+            start = equilibrium(params, model=model, start=start, t=t, throw=False)
+            like = as_model_state(model, params, start.state)
+            problem = ModelProblem(
+                model, params, parameter, origin, scale, jnp.asarray(t, float), like
+            )
+            x0 = ravel_pytree(like)[0]
+    y0 = jnp.concatenate([x0, jnp.zeros(1, x0.dtype)])
     direction = jnp.where(stop >= origin, 1.0, -1.0)
-    return model, problem, y0, direction, (low, high), start.result
+    return problem, y0, direction, bounds, start.result
+
+
+def model_problem(params, parameter, model, t, state) -> ModelProblem:
+    """The problem of a protocol model around its `state` (refining a fold from a
+    guess: the parameter's origin at its current value, unit scale)."""
+    origin = jnp.asarray(getattr(params, parameter), float)
+    return ModelProblem(
+        model, params, parameter, origin, jnp.ones_like(origin), t, state
+    )
+
+
+def as_model_state(model, params, arrays: dict):
+    """A steady state's `{name: array}` in the structure of the model's states."""
+    like = model.initial_state(params)
+    if isinstance(like, dict):
+        return {name: arrays[name] for name in like}
+    (value,) = arrays.values()
+    return value
 
 
 def check_traced(params: Params, parameter: str, stop, bounds, parameter_scale):

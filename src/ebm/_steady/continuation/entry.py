@@ -15,6 +15,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import optimistix as optx
+from jax.flatten_util import ravel_pytree
 
 from ..._model.parameters import check_params
 from ..._progress import progress_meter
@@ -27,12 +28,13 @@ from .arguments import (
     DEFAULT_CORRECTOR,
     DEFAULT_FOLD_SOLVER,
     check_traced,
+    model_problem,
     setup,
     walk_arguments,
 )
 from .extended import fold_guess, refine_fold, refine_from_walk
 from .models import on_the_surface
-from .problem import Problem, with_parameter
+from .problem import AbstractSteadyProblem, Problem
 from .results import Branch, Fold
 from .walk import NO_START, Walk, WalkSettings, walk_branch
 
@@ -46,10 +48,10 @@ def _raise(message: str) -> NoReturn:
 
 @eqx.filter_jit
 def _continuation_walk(
-    params, parameter, stop, bounds, start, grid, model, scale, s, meter
+    params, parameter, stop, bounds, start, grid, model, scale, t, s, meter
 ):
-    _, problem, y0, direction, bounds, start_result = setup(
-        params, parameter, stop, bounds, start, grid, model, scale
+    problem, y0, direction, bounds, start_result = setup(
+        params, parameter, stop, bounds, start, grid, model, scale, t
     )
     walk = walk_branch(
         problem,
@@ -162,7 +164,7 @@ def continuation(
         corrector_steps,
         max_points,
     )
-    params, model, start = on_the_surface(params, parameter, model, grid, start, t)
+    params, model, start, t = on_the_surface(params, parameter, model, grid, start, t)
     params = check_params(params)
     stop, bounds, parameter_scale = walk_arguments(
         params, parameter, stop, None, bounds, parameter_scale
@@ -177,6 +179,7 @@ def continuation(
         grid,
         model,
         parameter_scale,
+        t,
         settings,
         progress_meter(progress),
     )
@@ -234,30 +237,26 @@ def continuation(
         folds=tuple(folds),
         result=result,
         num_points=count,
+        temperature_units=problem.temperature_units,
+        eigenvalue_units=problem.eigenvalue_units,
+        profile_dims=problem.profile_dims,
+        parameter_units=type(params).declaration(parameter).units,
     )
 
 
 @eqx.filter_jit
-def _branch_fields(problem: Problem, walk: Walk) -> dict:
+def _branch_fields(problem: AbstractSteadyProblem, walk: Walk) -> dict:
     """The branch's outputs at every slot of the walk (those past `count` unused)."""
     values = problem.value(walk.y[:, -1])
-    T = walk.y[:, :-1]
-    model, params, parameter = problem.model, problem.params, problem.parameter
+    described = jax.vmap(lambda y: problem.describe(y[:-1], problem.params_at(y[-1])))(
+        walk.y
+    )
     return dict(
         values=values,
-        global_mean=model.grid.global_mean(T),
-        ice_edge=jax.vmap(
-            lambda T, v: model.ice_edge(T, with_parameter(params, parameter, v))
-        )(T, values),
-        ice_edge_south=jax.vmap(
-            lambda T, v: model.ice_edge(
-                T, with_parameter(params, parameter, v), "south"
-            )
-        )(T, values),
         leading_eigenvalue=walk.leading_eigenvalue,
         slope=walk.tangent[:, -1] * problem.scale,
         arclength=jnp.cumsum(walk.step),
-        T=T,
+        **described,
     )
 
 
@@ -340,7 +339,7 @@ def fold(
         corrector_steps,
         max_points,
     )
-    params, model, start = on_the_surface(params, parameter, model, grid, start, t)
+    params, model, start, t = on_the_surface(params, parameter, model, grid, start, t)
     params = check_params(params)
     stop, bounds, parameter_scale = walk_arguments(
         params, parameter, stop, guess, bounds, parameter_scale
@@ -357,6 +356,7 @@ def fold(
         grid,
         model,
         parameter_scale,
+        t,
         settings,
         fold_solver,
         fold_steps,
@@ -377,6 +377,7 @@ def _fold(
     grid,
     model,
     parameter_scale,
+    t,
     settings: WalkSettings,
     fold_solver,
     fold_steps,
@@ -385,8 +386,8 @@ def _fold(
 ) -> Fold:
     if guess is None:
         frozen = jax.lax.stop_gradient(params)
-        model, problem, y0, direction, bounds, start_result = setup(
-            frozen, parameter, stop, bounds, start, grid, model, parameter_scale
+        problem, y0, direction, bounds, start_result = setup(
+            frozen, parameter, stop, bounds, start, grid, model, parameter_scale, t
         )
         walk = walk_branch(
             problem,
@@ -399,17 +400,20 @@ def _fold(
             meter=meter,
         )
         index = jnp.maximum(walk.count - 2, 0)
-        T, v, value, side = fold_guess(problem, walk, index, settings)
+        x, v, value, side = fold_guess(problem, walk, index, settings)
         walked = walk.result(stop_at_fold=True)
     else:
-        model = resolve_model(model, grid)
+        if t is None:
+            problem = Problem(resolve_model(model, grid), params, parameter, 0.0, 1.0)
+        else:
+            problem = model_problem(params, parameter, model, t, guess.state)
         walked = RESULTS.successful
-        T, v, value, side = jax.lax.stop_gradient(
-            (guess.T, guess.null_vector, guess.value, guess.side)
+        x, v, value, side = jax.lax.stop_gradient(
+            (ravel_pytree(guess.state)[0], guess.null_vector, guess.value, guess.side)
         )
-    refined = refine_fold(
-        model, params, parameter, T, v, value, side, fold_solver, fold_steps
-    )
+    # The fold is refined, and differentiated, in the caller's parameters.
+    problem = eqx.tree_at(lambda p: p.params, problem, params)
+    refined = refine_fold(problem, x, v, value, side, fold_solver, fold_steps)
     result = RESULTS.where(walked == RESULTS.successful, refined.result, walked)
     refined = eqx.tree_at(lambda f: f.result, refined, result)
     if throw:

@@ -23,17 +23,20 @@ import optimistix as optx
 
 from ..._numerics.implicit import ImplicitAdjoint
 from ..._results import RESULTS, nan_unless_successful
-from ..._zonal.model import EnergyBalanceModel
-from ..._zonal.params import Params
-from .problem import Problem, row_scale, with_parameter
+from .problem import AbstractSteadyProblem, with_parameter
 from .results import Fold
 from .walk import Walk, WalkSettings
 
 
 def fold_guess(
-    problem: Problem, walk: Walk, index, settings: WalkSettings, iterations=12
+    problem: AbstractSteadyProblem,
+    walk: Walk,
+    index,
+    settings: WalkSettings,
+    iterations=12,
 ):
-    """A guess `(T, v, value, side)` at the fold between points `index` and next.
+    """A guess `(x, v, value, side)` (`x` the state as a vector) at the fold
+    between points `index` and next.
 
     The walk's two points bracket the sign change of `dmu/ds`; regula falsi on it
     (the kept end's value halved at each step, an Illinois-type safeguard against
@@ -87,63 +90,59 @@ def fold_guess(
 
 
 def _extended_system(z, args):
-    model, params, parameter, scale = args
+    problem, scale = args
     n = (z.shape[0] - 1) // 2
-    T, v, value = z[:n], z[n : 2 * n], z[-1]
-    at_fold = with_parameter(params, parameter, value)
-    budget, jv = jax.jvp(lambda x: model.energy_budget(x, at_fold), (T,), (v,))
+    x, v, value = z[:n], z[n : 2 * n], z[-1]
+    at_fold = with_parameter(problem.params, problem.parameter, value)
+    budget, jv = jax.jvp(lambda x: problem.equations(x, at_fold), (x,), (v,))
     return jnp.concatenate([scale * budget, scale * jv, (jnp.mean(v**2) - 1.0)[None]])
 
 
 def refine_fold(
-    model: EnergyBalanceModel,
-    params: Params,
-    parameter: str,
-    T,
+    problem: AbstractSteadyProblem,
+    x,
     v,
     value,
     side,
     solver: optx.AbstractRootFinder,
     max_steps: int,
 ) -> Fold:
-    """The fold near `(T, v, value)`, by Newton's method on the extended system;
-    differentiable with respect to `params` (implicitly)."""
-    z0 = jnp.concatenate([T, v, jnp.asarray(value, T.dtype)[None]])
-    scale = row_scale(model, with_parameter(params, parameter, value), T)
+    """The fold near `(x, v, value)` (`x` the state as a vector), by Newton's method
+    on the extended system; differentiable with respect to `problem.params`
+    (implicitly)."""
+    z0 = jnp.concatenate([x, v, jnp.asarray(value, x.dtype)[None]])
+    params, parameter = problem.params, problem.parameter
+    scale = problem.weights(x, with_parameter(params, parameter, value))
     solution = optx.root_find(
         _extended_system,
         solver,
         z0,
-        (model, params, parameter, scale),
+        (problem, jax.lax.stop_gradient(scale)),
         max_steps=max_steps,
         adjoint=ImplicitAdjoint(linear_solver=lx.LU()),
         throw=False,
     )
     z = solution.value
-    n = T.shape[0]
-    T, v, value = z[:n], z[n : 2 * n], z[-1]
+    n = x.shape[0]
+    x, v, value = z[:n], z[n : 2 * n], z[-1]
     at_fold = with_parameter(params, parameter, value)
-    residual = _extended_system(
-        jax.lax.stop_gradient(z), (model, params, parameter, jnp.ones_like(T))
-    )
+    residual = _extended_system(jax.lax.stop_gradient(z), (problem, jnp.ones_like(x)))
     return Fold(
         parameter=parameter,
         value=value,
-        T=T,
         null_vector=v,
-        global_mean=model.grid.global_mean(T),
-        ice_edge=model.ice_edge(T, at_fold),
-        ice_edge_south=model.ice_edge(T, at_fold, "south"),
         side=jnp.asarray(side),
         residual=jnp.max(jnp.abs(residual[:-1])),
         result=RESULTS.promote(solution.result),
         num_steps=solution.stats["num_steps"],
+        state=problem.state_of(x),
+        **problem.describe(x, at_fold),
     )
 
 
 @eqx.filter_jit
 def refine_from_walk(
-    problem: Problem,
+    problem: AbstractSteadyProblem,
     walk: Walk,
     index,
     settings: WalkSettings,
@@ -151,16 +150,6 @@ def refine_from_walk(
     max_steps: int,
 ) -> Fold:
     """The fold that the walk passed between its points `index` and `index + 1`."""
-    T, v, value, side = fold_guess(problem, walk, index, settings)
-    fold = refine_fold(
-        problem.model,
-        problem.params,
-        problem.parameter,
-        T,
-        v,
-        value,
-        side,
-        solver,
-        max_steps,
-    )
+    x, v, value, side = fold_guess(problem, walk, index, settings)
+    fold = refine_fold(problem, x, v, value, side, solver, max_steps)
     return nan_unless_successful(fold.result, fold, problem.params)

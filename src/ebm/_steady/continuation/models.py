@@ -1,11 +1,12 @@
 """Which models `ebm.continuation` and `ebm.fold` walk, and how.
 
-The zonal model is walked as it is. Any other model says which zonal model's
-branch its steady states are (`model.walked_model`): an `ebm.DeepOceanModel`'s are
-its surface model's equilibria with the scenario's forcing at time `t` added, so
-its branch and its folds are those of the surface model. A model whose steady
-states are no zonal model's (the global layer models are linear: one steady state
-per parameter value, no fold) refuses.
+The zonal model is walked as it is. Any other model is asked first
+(`model.walked_model`) whether its steady states are a zonal model's branch: an
+`ebm.DeepOceanModel`'s are its surface model's equilibria with the scenario's
+forcing at time `t` added, so its branch and its folds are those of the surface
+model; the global layer models refuse (linear: one steady state per parameter
+value, no fold). Every other model (`None`, the default) is walked on its own
+tendency, held at time `t` (`problem.ModelProblem`).
 """
 
 from ..._model.protocol import AbstractModel
@@ -13,8 +14,10 @@ from ..._zonal.model import EnergyBalanceModel
 
 
 def on_the_surface(params, parameter: str, model, grid, start, t):
-    """`(params, model, start)` for the walk: unchanged for the zonal model (where
-    `t` must be `None`), the surface's for an `ebm.DeepOceanModel`.
+    """`(params, model, start, t)` for the walk: unchanged for the zonal model
+    (where `t` must be `None`, and stays so), the surface's for an
+    `ebm.DeepOceanModel` (`t` then `None`), and for any other model its own, with
+    the time whose forcing is held.
 
     **Raises:**
 
@@ -34,11 +37,11 @@ def on_the_surface(params, parameter: str, model, grid, start, t):
                 f"forcing is its parameter `forcing`, got t={t!r}."
             )
         check_zonal_params(params, resolve_model(model, grid))
-        return params, model, start
+        return params, model, start, None
     if not isinstance(model, AbstractModel):
         raise TypeError(
-            "`model` must be an ebm model (ebm.EnergyBalanceModel or "
-            f"ebm.DeepOceanModel here), got {type(model).__name__}."
+            "`model` must be an ebm model (an ebm.AbstractModel), got "
+            f"{type(model).__name__}."
         )
     if grid is not None:
         raise ValueError(
@@ -46,4 +49,8 @@ def on_the_surface(params, parameter: str, model, grid, start, t):
             "surface model's."
         )
     params = check_model_params(params, model)
-    return model.walked_model(params, parameter, _forcing_time(model, t), start)
+    t = _forcing_time(model, t)
+    walked = model.walked_model(params, parameter, t, start)
+    if walked is None:
+        return params, model, start, t
+    return (*walked, None)

@@ -15,15 +15,20 @@ leading eigenvalue of the tridiagonal $J$, probed matrix-free).
 """
 
 import abc
+from typing import ClassVar
 
 import equinox as eqx
 import jax
 import jax.numpy as jnp
 import lineax as lx
+import numpy as np
 import optimistix as optx
-from jaxtyping import Array, Float
+from jax.flatten_util import ravel_pytree
+from jaxtyping import Array, Float, PyTree
 
 from ..._custom_types import Scalar
+from ..._model.parameters import AbstractParams
+from ..._model.protocol import AbstractModel
 from ..._zonal.model import EnergyBalanceModel
 from ..._zonal.params import Params
 from ..equilibrium import budget_and_jacobian
@@ -115,8 +120,50 @@ class AbstractBranchProblem(eqx.Module):
         return solution.value, ok
 
 
-class Problem(AbstractBranchProblem):
-    """`F` and its bordered systems in the continuation's variables `y = (T, mu)`."""
+class AbstractSteadyProblem(AbstractBranchProblem):
+    """The steady states of a model as a parameter varies: `G(y) = F(x; lambda)`,
+    with `x` the model's state as one vector. A subclass gives `F` and what a point
+    reports; `residual`, `row_weights` and `leading_eigenvalue` follow."""
+
+    @abc.abstractmethod
+    def equations(self, x, params) -> Float[Array, " n"]:
+        """`F(x)`: the tendency (or energy budget) of the state vector `x`."""
+
+    @abc.abstractmethod
+    def weights(self, x, params) -> Float[Array, " n"]:
+        """What each equation is multiplied by in the corrector (the root is
+        unchanged)."""
+
+    @abc.abstractmethod
+    def eigenvalue(self, x, params) -> Scalar:
+        """The leading eigenvalue (largest real part) of `dF/dx`."""
+
+    @abc.abstractmethod
+    def describe(self, x, params) -> dict:
+        """What a point reports: `T` (degC), `global_mean` (degC), `ice_edge` and
+        `ice_edge_south` (degrees north; NaN where the model has none)."""
+
+    @abc.abstractmethod
+    def state_of(self, x) -> PyTree:
+        """The model's state of the vector `x`."""
+
+    def residual(self, y):
+        return self.equations(y[:-1], self.params_at(y[-1]))
+
+    def row_weights(self, y):
+        return self.weights(y[:-1], self.params_at(y[-1]))
+
+    def leading_eigenvalue(self, y):
+        return self.eigenvalue(y[:-1], self.params_at(y[-1]))
+
+
+class Problem(AbstractSteadyProblem):
+    """The zonal model's energy budget `F(T)` and its bordered systems in the
+    continuation's variables `y = (T, mu)`."""
+
+    temperature_units: ClassVar[str] = "degC"
+    eigenvalue_units: ClassVar[str] = "W m-2 K-1"
+    profile_dims: ClassVar[tuple[str, ...]] = ("lat",)
 
     model: EnergyBalanceModel
     params: Params
@@ -124,12 +171,91 @@ class Problem(AbstractBranchProblem):
     origin: Scalar
     scale: Scalar
 
-    def residual(self, y):
-        return self.model.energy_budget(y[:-1], self.params_at(y[-1]))
+    def equations(self, x, params):
+        return self.model.energy_budget(x, params)
 
-    def row_weights(self, y):
-        return row_scale(self.model, self.params_at(y[-1]), y[:-1])
+    def weights(self, x, params):
+        return row_scale(self.model, params, x)
 
-    def leading_eigenvalue(self, y):
-        _, jacobian = budget_and_jacobian(self.model, self.params_at(y[-1]), y[:-1])
+    def eigenvalue(self, x, params):
+        _, jacobian = budget_and_jacobian(self.model, params, x)
         return jacobian.leading_eigenvalue()
+
+    def describe(self, x, params):
+        return dict(
+            T=x,
+            global_mean=self.model.grid.global_mean(x),
+            ice_edge=self.model.ice_edge(x, params),
+            ice_edge_south=self.model.ice_edge(x, params, "south"),
+        )
+
+    def state_of(self, x):
+        return x
+
+
+def _leading_real_part(matrix):
+    # On the host: XLA has no nonsymmetric eigensolver off the CPU.
+    return np.max(np.linalg.eigvals(np.asarray(matrix)).real).astype(matrix.dtype)
+
+
+class ModelProblem(AbstractSteadyProblem):
+    r"""The steady states of any model of the protocol: its tendency
+    $f(t, y; \lambda) = 0$ under the forcing of time `t`, held, with the state
+    flattened into one vector (`jax.flatten_util.ravel_pytree` of `like`). Its
+    Jacobian is dense (`jax.jacfwd`): for states of up to a few hundred entries.
+    Each equation is weighted by the inverse of its row's largest Jacobian entry
+    (per year), so that one tolerance serves states of any units and time scales."""
+
+    model: AbstractModel
+    params: AbstractParams
+    parameter: str = eqx.field(static=True)
+    origin: Scalar
+    scale: Scalar
+    t: Scalar
+    like: PyTree
+
+    # The Jacobian of a tendency per year.
+    eigenvalue_units: ClassVar[str] = "yr-1"
+
+    @property
+    def temperature_units(self) -> str:
+        """`"K"` for a model whose temperatures are anomalies (its temperature
+        variables in K), else `"degC"`."""
+        units = {v.units for v in self.model.variables} & {"K", "degC"}
+        return "K" if units == {"K"} else "degC"
+
+    @property
+    def profile_dims(self) -> tuple[str, ...]:
+        """The dimensions of the model's first state variable."""
+        return tuple(self.model.variables[0].dims)
+
+    def state_of(self, x):
+        return ravel_pytree(self.like)[1](x)
+
+    def equations(self, x, params):
+        return ravel_pytree(self.model(self.t, self.state_of(x), params))[0]
+
+    def jacobian_matrix(self, x, params):
+        return jax.jacfwd(self.equations)(x, params)
+
+    def weights(self, x, params):
+        largest = jnp.max(jnp.abs(self.jacobian_matrix(x, params)), axis=1)
+        return 1.0 / jnp.maximum(largest, jnp.finfo(x.dtype).tiny)
+
+    def eigenvalue(self, x, params):
+        matrix = jax.lax.stop_gradient(self.jacobian_matrix(x, params))
+        shape = jax.ShapeDtypeStruct((), matrix.dtype)
+        return jax.pure_callback(
+            _leading_real_part, shape, matrix, vmap_method="sequential"
+        )
+
+    def describe(self, x, params):
+        state = self.state_of(x)
+        edge = self.model.ice_edge_latitude(self.t, state, params)
+        nan = jnp.full((), jnp.nan, x.dtype)
+        return dict(
+            T=self.model.temperature(self.t, state, params),
+            global_mean=self.model.mean_temperature(self.t, state, params),
+            ice_edge=nan if edge is None else edge,
+            ice_edge_south=nan,
+        )
