@@ -476,3 +476,77 @@ def test_the_ice_edge_in_degrees_and_its_derivative_have_no_nan_without_ice():
     expected = np.degrees(1.0) / np.sqrt(1.0 - np.asarray(x[:3]) ** 2)
     np.testing.assert_allclose(slope[:3], expected, rtol=1e-14)
     assert float(slope[3]) == 0.0
+
+
+# --- Without a seasonal cycle (S1 = 0): steady states, their branch and folds -----
+
+STEADY = ebm.SeaIceParams(S1=0.0)
+
+
+@pytest.fixture(scope="module")
+def steady_loop():
+    """The S1 = 0 branch from today's climate down through the ice cap's folds,
+    back up the unstable branch to the snowball's fold and down the snowball."""
+    return ebm.continuation(STEADY, "F", stop=-30.0, bounds=(-30.0, 60.0), model=MODEL)
+
+
+def test_the_s1_0_hysteresis_loop_is_traced_to_its_end(steady_loop):
+    branch = steady_loop
+    values, edge = np.asarray(branch.values), np.asarray(branch.ice_edge)
+    stable = np.asarray(branch.stable)
+    # It starts on the stable warm branch with an ice cap and ends on the bound,
+    # on the stable snowball, having turned at the snowball's fold above F = 20.
+    assert branch.result == ebm.RESULTS.successful
+    assert stable[0] and 45.0 < edge[0] < 90.0
+    assert values[-1] == -30.0 and stable[-1] and edge[-1] == 0.0
+    snowball_fold = branch.folds[-1]
+    assert values.max() <= float(snowball_fold.value) < values.max() + 1e-3
+    assert values.max() > 20.0
+    # Stability changes at every fold and only there.
+    assert len(branch.segments()) == len(branch.folds) + 1
+    for fold in branch.folds:
+        assert float(fold.residual) < 1e-8
+        tendency = MODEL(0.0, fold.state, replace(STEADY, "F", fold.value))["E"]
+        assert float(jnp.max(jnp.abs(tendency))) < 1e-8
+    # Refuses a seasonal cycle: its states are periodic.
+    with pytest.raises(ValueError, match="S1=338.0 W m-2.*periodic"):
+        ebm.continuation(PARAMS, "F", stop=-5.0, model=MODEL)
+    with pytest.raises(ValueError, match="S1=338.0 W m-2.*periodic"):
+        ebm.equilibrium(PARAMS, model=MODEL)
+
+
+def test_the_s1_0_fold_and_its_gradient(steady_loop):
+    first = steady_loop.folds[0]
+    refined = ebm.fold(STEADY, "F", guess=first, model=MODEL)
+    assert float(refined.value) == pytest.approx(float(first.value), abs=1e-10)
+    gradient = jax.grad(lambda p: ebm.fold(p, "F", guess=first, model=MODEL).value)(
+        STEADY
+    )
+    step = 1e-5
+    for name in ("D", "B", "ai"):
+
+        def value(delta, name=name):
+            moved = replace(STEADY, name, getattr(STEADY, name) + delta)
+            return float(ebm.fold(moved, "F", guess=first, model=MODEL).value)
+
+        difference = (value(step) - value(-step)) / (2 * step)
+        assert float(getattr(gradient, name)) == pytest.approx(difference, rel=1e-6)
+
+
+def test_the_s1_0_steady_state_is_a_long_spin_up_and_differentiable():
+    run = ebm.integrate(STEADY, model=MODEL, years=300.0)
+    steady = ebm.equilibrium(STEADY, model=MODEL, start=run.state)
+    assert float(jnp.max(jnp.abs(steady.state["E"] - run.state["E"]))) < 1e-6
+
+    def polar(p):
+        # The polar box's temperature (the mean moves with F alone here).
+        return ebm.equilibrium(p, model=MODEL, start=run.state).T[-1]
+
+    gradient = jax.grad(polar)(STEADY)
+    step = 1e-5
+    for name in ("D", "F"):
+        moved = [
+            replace(STEADY, name, getattr(STEADY, name) + s) for s in (step, -step)
+        ]
+        difference = (float(polar(moved[0])) - float(polar(moved[1]))) / (2 * step)
+        assert float(getattr(gradient, name)) == pytest.approx(difference, rel=1e-6)

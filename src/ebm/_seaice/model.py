@@ -43,7 +43,7 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, Float, PyTree
 
-from .._checks import as_python_number
+from .._checks import as_python_number, known_value
 from .._custom_types import Scalar
 from .._model.declarations import Parameter
 from .._model.parameters import AbstractParams, params_class
@@ -320,6 +320,36 @@ class SeaIceModel(AbstractModel):
         but for the boxes poleward of about 56 degrees north."""
         T = 7.5 + 20.0 * (1.0 - 2.0 * self.x**2)
         return {"E": params.cw * T}
+
+    def check_steady(self, params) -> None:
+        """Refuse a steady state of a model whose insolation changes through the
+        year (`S1 != 0`, where known): it would hold one day's sunlight.
+
+        **Raises:**
+
+        - `ValueError`: naming `S1` and the entry points for periodic states.
+        """
+        S1 = known_value(params.S1)
+        if S1 is not None and float(S1) != 0.0:
+            raise ValueError(
+                "ebm.equilibrium, ebm.continuation and ebm.fold find steady states, "
+                f"and with S1={float(S1)} W m-2 the sea-ice model's insolation changes "
+                "through the year: its states are periodic (ebm.periodic_equilibrium"
+                ", ebm.periodic_continuation). Set S1=0.0 for the paper's variant "
+                "without a seasonal cycle."
+            )
+
+    def steady_state(self, params, t, start, *, max_steps: int, near_fold, throw):
+        """`None` (Newton's method on the tendency) once `check_steady` holds."""
+        del t, start, max_steps, near_fold, throw
+        self.check_steady(params)
+        return None
+
+    def walked_model(self, params, parameter: str, t, start):
+        """`None` (the model's own tendency is walked) once `check_steady` holds."""
+        del parameter, t, start
+        self.check_steady(params)
+        return None
 
     def default_stepper(self):
         """`ebm.SeaIceEuler()`: implicit in the temperature, O(n) per step."""

@@ -130,11 +130,18 @@ def model_equilibrium(
     return raise_if_failed(steady, result) if throw else steady
 
 
+# Newton's last step is below this (relative and absolute, in the state's units):
+# its error is then of the order of the step squared. 1e-12 is under the floor of
+# rounding in a tendency that solves equations of its own (the sea ice's
+# temperature), where the iteration stalls.
+NEWTON = optx.Newton(rtol=1e-10, atol=1e-10)
+
+
 @eqx.filter_jit
 def _root(model, params, y0, t, max_steps):
     solution = optx.root_find(
         lambda y, params: model(t, y, params),
-        optx.Newton(rtol=1e-12, atol=1e-12),
+        NEWTON,
         y0,
         params,
         max_steps=max_steps,

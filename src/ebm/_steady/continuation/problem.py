@@ -194,8 +194,12 @@ class Problem(AbstractSteadyProblem):
 
 
 def _leading_real_part(matrix):
-    # On the host: XLA has no nonsymmetric eigensolver off the CPU.
-    return np.max(np.linalg.eigvals(np.asarray(matrix)).real).astype(matrix.dtype)
+    # On the host: XLA has no nonsymmetric eigensolver off the CPU. A point the
+    # corrector failed on (NaN) is rejected by the walk; its eigenvalue is NaN.
+    matrix = np.asarray(matrix)
+    if not np.all(np.isfinite(matrix)):
+        return np.asarray(np.nan, matrix.dtype)
+    return np.max(np.linalg.eigvals(matrix).real).astype(matrix.dtype)
 
 
 class ModelProblem(AbstractSteadyProblem):
