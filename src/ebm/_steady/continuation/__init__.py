@@ -12,7 +12,11 @@ along the tangent and a Newton corrector (`walk.py`, in the unknowns and inner
 product of `problem.py`). The linear algebra is dense ($n + 1$ unknowns):
 continuation is for grids up to a few thousand cells. Each point's stability is the
 sign of the leading eigenvalue of $J$ (tridiagonal, probed matrix-free; see
-`ebm._numerics.tridiagonal`).
+`ebm._numerics.tridiagonal`). Any other model of the protocol is walked the same way
+on its tendency $f(t, y; \lambda) = 0$ held at one time (`problem.ModelProblem`:
+the state flattened into one vector, $J$ dense by `jax.jacfwd`, the stability its
+eigenvalue of largest real part), unless the model's `walked_model` names a zonal
+model whose branch its steady states are (`models.py`).
 
 **Folds** are where $d\lambda/ds$ changes sign. Each is refined by Newton's method on
 the extended system $F = 0$, $J v = 0$, $\tfrac{1}{n}v\cdot v = 1$ (`extended.py`),

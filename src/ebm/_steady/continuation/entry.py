@@ -18,10 +18,10 @@ import optimistix as optx
 from jax.flatten_util import ravel_pytree
 
 from ..._model.parameters import check_params
+from ..._model.protocol import AbstractModel
 from ..._progress import progress_meter
 from ..._results import RESULTS, nan_unless_successful, raise_if_failed
 from ..._zonal.grid import Grid
-from ..._zonal.model import EnergyBalanceModel
 from ..._zonal.params import Params
 from ..._zonal.start import resolve_model
 from .arguments import (
@@ -74,7 +74,7 @@ def continuation(
     bounds=None,
     start="present",
     grid: Grid | None = None,
-    model: EnergyBalanceModel | None = None,
+    model: AbstractModel | None = None,
     t=None,
     parameter_scale=None,
     step: float = 1.0,
@@ -102,7 +102,7 @@ def continuation(
 
     - `params`: the parameters; `getattr(params, parameter)` is where the walk
         starts.
-    - `parameter`: the name of any field of `ebm.Params` (default `"S0"`).
+    - `parameter`: the name of any scalar field of `params` (default `"S0"`).
     - `stop`: the value to walk towards first.
     - `bounds`: `(low, high)`: the walk ends where the branch leaves this interval,
         with a point exactly on the bound (default: from the start to `stop`).
@@ -110,14 +110,18 @@ def continuation(
         high S0 and walk down; the branch returns through the snowball.
     - `start`: which equilibrium to start from: `"present"`, `"warm"`, `"cold"` or
         a profile (see `ebm.equilibrium`).
-    - `grid`, `model`: as for `ebm.equilibrium`. `model` may also be an
-        `ebm.DeepOceanModel`: its steady states are its surface model's equilibria
-        under the scenario's forcing at time `t` (default: the scenario's start),
-        with the deep ocean at the surface's temperature, so the branch, its folds
-        and their `T` are the surface's (`parameter` must be one of the surface
-        model's).
-    - `t`: for an `ebm.DeepOceanModel`, the time whose forcing holds (as for
-        `ebm.equilibrium`).
+    - `grid`, `model`: as for `ebm.equilibrium`. `model` may be any model of the
+        protocol with `params` its `model.Params`: an `ebm.DeepOceanModel`'s
+        steady states are its surface model's equilibria under the scenario's
+        forcing at time `t` (default: the scenario's start), with the deep ocean
+        at the surface's temperature, so the branch, its folds and their `T` are
+        the surface's (`parameter` must be one of the surface model's); any other
+        model's (the sea ice with `S1 = 0`, a model of your own) are the roots of
+        its tendency under the forcing of time `t`, walked with a dense Jacobian,
+        each point's stability the largest real part of its eigenvalues (per
+        year). The layer models are linear and refused.
+    - `t`: for a model with a forcing scenario, the time whose forcing holds (as
+        for `ebm.equilibrium`).
     - `parameter_scale`: the change of the parameter that counts as one unit of
         arclength, as 1 K of RMS temperature change does (default: 1/100 of
         `bounds`).
@@ -269,7 +273,7 @@ def fold(
     bounds=None,
     start="present",
     grid: Grid | None = None,
-    model: EnergyBalanceModel | None = None,
+    model: AbstractModel | None = None,
     t=None,
     parameter_scale=None,
     step: float = 1.0,
