@@ -160,20 +160,34 @@ def main() -> None:
     ratio = run.state["T_land"] / run.state["T_ocean"]
     print(f"land/ocean warming at CO2 doubling (year 70): {float(ratio):.2f}")
 
-    step = 1e-4
-    moved = [
-        ebm.tcr(eqx.tree_at(lambda p: p.exchange, params, params.exchange + s), model)
-        for s in (step, -step)
-    ]
-    difference = float(moved[0] - moved[1]) / (2 * step)
-    print(
-        f"d(TCR)/d(exchange): {float(gradient.exchange):.6e} by reverse mode, "
-        f"{difference:.6e} by central differences, relative difference "
-        f"{abs(difference / float(gradient.exchange) - 1):.1e}"
+    check(
+        "d(TCR)/d(exchange)",
+        "reverse mode",
+        lambda p: ebm.tcr(p, model),
+        params,
+        "exchange",
+        gradient.exchange,
+        step=1e-4,
     )
     ebm.plot_run(run, path="land_box.png", title="land box and two-layer ocean")
     print("wrote land_box.png")
     snowball(params, fast=arguments.fast)
+
+
+def check(label, method, fn, params, name, derivative, step) -> None:
+    """Print `derivative` (of `fn` in the field `name`) beside its central
+    difference with `step`, and their relative difference."""
+    value = getattr(params, name)
+    moved = [
+        fn(eqx.tree_at(lambda p: getattr(p, name), params, value + s))
+        for s in (step, -step)
+    ]
+    difference = float(moved[0] - moved[1]) / (2 * step)
+    print(
+        f"{label}: {float(derivative):.6e} by {method}, {difference:.6e} by "
+        "central differences, relative difference "
+        f"{abs(difference / float(derivative) - 1):.1e}"
+    )
 
 
 def snowball(params, fast: bool) -> None:
@@ -197,16 +211,14 @@ def snowball(params, fast: bool) -> None:
         return ebm.fold(p, "F2x", stop=15.0, model=cold).value
 
     dfold = jax.grad(fold_value)(params).snow
-    step = 1e-3
-    moved = [
-        fold_value(eqx.tree_at(lambda p: p.snow, params, params.snow + s))
-        for s in (step, -step)
-    ]
-    difference = float(moved[0] - moved[1]) / (2 * step)
-    print(
-        f"d(fold F2x)/d(snow): {float(dfold):.6e} by implicit differentiation, "
-        f"{difference:.6e} by central differences, relative difference "
-        f"{abs(difference / float(dfold) - 1):.1e}"
+    check(
+        "d(fold F2x)/d(snow)",
+        "implicit differentiation",
+        fold_value,
+        params,
+        "snow",
+        dfold,
+        step=1e-3,
     )
     ebm.plot_branch(branch, path="land_box_branch.png")
     ebm.save(branch, "land_box_branch.nc", model=cold, params=params)
