@@ -207,6 +207,19 @@ def test_refusals():
         MODEL.surface_temperature(MODEL.initial_state(PARAMS))
 
 
+def test_an_inaccurate_year_names_the_models_own_switches_and_units():
+    # Its switches are `enthalpy_width` and `melt_width` (the zonal model's
+    # `ice_width` is no parameter of it), its state in W yr m-2, not K.
+    with pytest.raises(Exception, match="exceeds `error_tolerance`") as raised:
+        ebm.periodic_equilibrium(
+            PARAMS, model=MODEL, steps_per_year=STEPS, error_tolerance=1e-6
+        )
+    message = str(raised.value)
+    assert "wider switches (`enthalpy_width`, `melt_width`)" in message
+    assert "1e-06 W yr m-2 with SeaIceEuler" in message
+    assert "ice_width" not in message and " K " not in message
+
+
 def test_a_sweep_is_the_periodic_states_one_by_one_and_shows_the_snowball_loop():
     # The classic diffusive model (no thermodynamics, no seasonal cycle): cooling
     # from an ice cap falls into the snowball, and warming from there stays in it.

@@ -21,11 +21,11 @@ class RESULTS(diffrax.RESULTS):  # pyright: ignore[reportGeneralTypeIssues]
     )
     inaccurate_step = (
         "The fixed-step run's estimated time-stepping error (its steps' local error "
-        "estimates, accumulated over about a year) exceeded `error_tolerance` (K): "
-        "take more steps per year "
-        "(`steps_per_year`) or a smaller `dt`, use another stepper (stepper='imex' "
-        "at a sharp ice edge, where the linearly implicit steppers go wrong), or "
-        "widen the ice transition (`ice_width`)."
+        "estimates, accumulated over about a year) exceeded `error_tolerance` (in "
+        "the state's units): take more steps per year (`steps_per_year`) or a "
+        "smaller `dt`, use another stepper (for the zonal model, stepper='imex' at "
+        "a sharp ice edge, where the linearly implicit steppers go wrong), or widen "
+        "the model's switches (`model.switch_widths` names them)."
     )
     step_too_small = (
         "The continuation step fell below `min_step`: the corrector did not converge "

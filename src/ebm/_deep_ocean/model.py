@@ -74,6 +74,11 @@ class DeepOceanModel(AbstractModel):
 
     start_names: ClassVar[tuple[str, ...]] = ("present", "warm", "cold")
 
+    @property
+    def switch_widths(self) -> tuple[str, ...]:
+        """The surface model's."""
+        return self.surface.switch_widths
+
     def __check_init__(self):
         if not isinstance(self.surface, EnergyBalanceModel):
             raise TypeError(

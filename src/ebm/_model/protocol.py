@@ -201,6 +201,13 @@ class AbstractModel(eqx.Module):
         del params, y0, t0, t1, save
         raise NotImplementedError(f"{type(self).__name__} has no exact solution.")
 
+    @property
+    def switch_widths(self) -> tuple[str, ...]:
+        """The parameters that set the widths of the model's sharp switches (none by
+        default): named where a fixed-step run's error is too large, as one
+        remedy."""
+        return ()
+
     start_names: ClassVar[tuple[str, ...]] = ("present",)
     """The start states `ebm.equilibrium` takes by name (`"present"`: the model's
     `initial_state`); a model whose steady state is a zonal model's takes that

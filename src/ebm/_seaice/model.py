@@ -321,6 +321,11 @@ class SeaIceModel(AbstractModel):
         T = 7.5 + 20.0 * (1.0 - 2.0 * self.x**2)
         return {"E": params.cw * T}
 
+    @property
+    def switch_widths(self) -> tuple[str, ...]:
+        """`("enthalpy_width", "melt_width")`."""
+        return ("enthalpy_width", "melt_width")
+
     def check_steady(self, params) -> None:
         """Refuse a steady state of a model whose insolation changes through the
         year (`S1 != 0`, where known): it would hold one day's sunlight.

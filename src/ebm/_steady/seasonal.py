@@ -57,7 +57,7 @@ from jaxtyping import Array, Float, Int
 from .._checks import check_count, known_value, refuse_if
 from .._custom_types import Scalar, Temperature
 from .._model.parameters import check_params
-from .._model.protocol import AbstractModel
+from .._model.protocol import AbstractModel, state_units
 from .._numerics.counted import CountedRootFinder
 from .._numerics.implicit import ImplicitAdjoint
 from .._progress import progress_meter
@@ -115,10 +115,16 @@ def _resolve_year(stepper, checkpoint, steps_per_year):
     return resolve_stepper(stepper), checkpoint
 
 
-def _inaccurate_message(cycle, error_tolerance, stepper, steps_per_year) -> str | None:
-    """The time-stepping error's refusal with its numbers and the remedies that
-    apply to `stepper`, where the run is known to have failed by it; else `None`
-    (the result's own message)."""
+def _inaccurate_message(cycle, error_tolerance, year, steps_per_year) -> str | None:
+    """The time-stepping error's refusal with its numbers, in the state's units, and
+    the remedies that apply to the year's stepper and model (its own switch
+    widths), where the run is known to have failed by it; else `None` (the
+    result's own message)."""
+    stepper = year.stepper
+    model = year.model.model if isinstance(year.model, FlatModel) else year.model
+    units = (
+        state_units(cycle.variables) if isinstance(cycle, PeriodicState) else "K"
+    ) or "state units"
     step_error = known_value(cycle.step_error)
     if cycle.result.is_traced() or step_error is None:
         return None
@@ -133,15 +139,16 @@ def _inaccurate_message(cycle, error_tolerance, stepper, steps_per_year) -> str 
             "stepper='imex' (at a sharp ice edge the linearly implicit steppers "
             "go wrong)"
         )
-    remedies += [
-        "a wider ice transition (`ice_width`)",
-        "a larger `error_tolerance` if that error is acceptable",
-    ]
+    widths = ", ".join(f"`{name}`" for name in model.switch_widths)
+    if widths:
+        remedies.append(f"wider switches ({widths})")
+    remedies.append("a larger `error_tolerance` if that error is acceptable")
     return (
         f"The fixed-step run's estimated time-stepping error, "
-        f"{float(np.max(step_error)):.3g} K at its worst cell (its steps' local error "
-        "estimates, accumulated over about a year), exceeds `error_tolerance` = "
-        f"{float(np.max(error_tolerance)):.3g} K with {type(stepper).__name__} and "
+        f"{float(np.max(step_error)):.3g} {units} at its worst cell (its steps' local "
+        "error estimates, accumulated over about a year), exceeds `error_tolerance` "
+        f"= {float(np.max(error_tolerance)):.3g} {units} with "
+        f"{type(stepper).__name__} and "
         f"{steps_per_year} steps a year. Take {', '.join(remedies[:-1])} or "
         f"{remedies[-1]}."
     )
@@ -515,7 +522,7 @@ def periodic_equilibrium(
     )
     if not throw:
         return cycle
-    message = _inaccurate_message(cycle, error_tolerance, year.stepper, steps_per_year)
+    message = _inaccurate_message(cycle, error_tolerance, year, steps_per_year)
     return raise_if_failed(cycle, cycle.result, message)
 
 
@@ -627,7 +634,7 @@ def seasonal_spinup(
     )
     if not throw:
         return cycle
-    message = _inaccurate_message(cycle, error_tolerance, year.stepper, steps_per_year)
+    message = _inaccurate_message(cycle, error_tolerance, year, steps_per_year)
     return raise_if_failed(cycle, cycle.result, message)
 
 

@@ -197,6 +197,12 @@ class EnergyBalanceModel(AbstractModel):
         a model's parameters with `model.Params(D=0.3, ...)`."""
         return _params_of(tuple(type(term) for term in self.terms()))
 
+    @property
+    def switch_widths(self) -> tuple[str, ...]:
+        """`("ice_width",)`, the width of the ice-albedo transition (where the
+        parameters have it)."""
+        return tuple(n for n in ("ice_width",) if n in self.Params.field_names())
+
     def __call__(self, t, T: Temperature, args: PyTree) -> Temperature:
         params = args
         return self.tendency(T, params, t)
