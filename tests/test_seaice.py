@@ -218,6 +218,23 @@ def test_an_inaccurate_year_names_the_models_own_switches_and_units():
     assert "wider switches (`enthalpy_width`, `melt_width`)" in message
     assert "1e-06 W yr m-2 with SeaIceEuler" in message
     assert "ice_width" not in message and " K " not in message
+    # The automatic retry (100 years more of spin-up) failed the same way, and says
+    # it was tried.
+    assert "after a retry from a spin-up of 104 years: `retry_years`" in message
+
+
+def test_a_failed_shooting_is_retried_after_a_longer_spin_up(cycle):
+    # Newton's method from the start itself (no spin-up) does not converge in 4
+    # steps; after 40 years of spin-up it does, to the periodic state the default
+    # call finds. The retry runs the same compiled program.
+    settings = dict(model=MODEL, steps_per_year=STEPS, spinup_years=0, max_steps=4)
+    failed = ebm.periodic_equilibrium(PARAMS, retry_years=0, throw=False, **settings)
+    assert failed.result == ebm.RESULTS.nonlinear_max_steps_reached
+    retried = ebm.periodic_equilibrium(PARAMS, retry_years=40, **settings)
+    assert retried.converged
+    np.testing.assert_allclose(
+        retried.state0["E"], cycle.state0["E"], rtol=0, atol=1e-8
+    )
 
 
 def test_a_sweep_is_the_periodic_states_one_by_one_and_shows_the_snowball_loop():

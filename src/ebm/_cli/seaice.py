@@ -40,6 +40,13 @@ def add_parser(subparsers) -> None:
         help="skip d(summer ice edge)/d(parameter)",
     )
     common.add_max_steps(parser, "Newton step limit of the shooting (32)")
+    parser.add_argument(
+        "--retry-years",
+        type=int,
+        default=100,
+        help="where the shooting fails, years of spin-up more before shooting "
+        "once again (100; 0: no retry)",
+    )
     common.add_outputs(parser, "seaice.png", "cycle")
     group = parser.add_argument_group("parameters")
     common.add_declared_parameters(
@@ -64,6 +71,7 @@ def run(arguments) -> dict:
             p,
             model=model,
             steps_per_year=arguments.steps_per_year,
+            retry_years=arguments.retry_years,
             **common.limits(arguments),
         )
 

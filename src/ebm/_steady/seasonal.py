@@ -57,11 +57,11 @@ from jaxtyping import Array, Float, Int
 from .._checks import check_count, known_value, refuse_if
 from .._custom_types import Scalar, Temperature
 from .._model.parameters import check_params
-from .._model.protocol import AbstractModel, state_units
+from .._model.protocol import AbstractModel
 from .._numerics.counted import CountedRootFinder
 from .._numerics.implicit import ImplicitAdjoint
 from .._progress import progress_meter
-from .._results import RESULTS, raise_if_failed, with_result_names
+from .._results import RESULTS, failure_message, raise_if_failed, with_result_names
 from .._stepping.checkpoints import resolve_checkpoint, spellings
 from .._stepping.fixed_model import _is_other_model
 from .._stepping.integrate import _fixed_step
@@ -80,6 +80,7 @@ from .._zonal.model import EnergyBalanceModel
 from .._zonal.params import Params
 from .._zonal.start import check_zonal_params, initial_profile, resolve_model
 from .periodic_models import PeriodicState, flat_cycle, flat_year_problem
+from .shooting_failures import inaccurate_message, retriable
 
 
 STEPS_PER_YEAR = 365
@@ -113,45 +114,6 @@ def _resolve_year(stepper, checkpoint, steps_per_year):
             f"{spellings(forward_mode=True)} ('none' is the default)."
         )
     return resolve_stepper(stepper), checkpoint
-
-
-def _inaccurate_message(cycle, error_tolerance, year, steps_per_year) -> str | None:
-    """The time-stepping error's refusal with its numbers, in the state's units, and
-    the remedies that apply to the year's stepper and model (its own switch
-    widths), where the run is known to have failed by it; else `None` (the
-    result's own message)."""
-    stepper = year.stepper
-    model = year.model.model if isinstance(year.model, FlatModel) else year.model
-    units = (
-        state_units(cycle.variables) if isinstance(cycle, PeriodicState) else "K"
-    ) or "state units"
-    step_error = known_value(cycle.step_error)
-    if cycle.result.is_traced() or step_error is None:
-        return None
-    inaccurate = np.asarray(cycle.result == RESULTS.inaccurate_step)
-    successful = np.asarray(cycle.result == RESULTS.successful)
-    if not (np.any(inaccurate) and np.all(inaccurate | successful)):
-        return None
-    remedies = [f"more steps per year (`steps_per_year`, now {steps_per_year})"]
-    # ('imex' is the zonal model's alone.)
-    if getattr(stepper, "name", None) != "imex" and isinstance(cycle, SeasonalCycle):
-        remedies.append(
-            "stepper='imex' (at a sharp ice edge the linearly implicit steppers "
-            "go wrong)"
-        )
-    widths = ", ".join(f"`{name}`" for name in model.switch_widths)
-    if widths:
-        remedies.append(f"wider switches ({widths})")
-    remedies.append("a larger `error_tolerance` if that error is acceptable")
-    return (
-        f"The fixed-step run's estimated time-stepping error, "
-        f"{float(np.max(step_error)):.3g} {units} at its worst cell (its steps' local "
-        "error estimates, accumulated over about a year), exceeds `error_tolerance` "
-        f"= {float(np.max(error_tolerance)):.3g} {units} with "
-        f"{type(stepper).__name__} and "
-        f"{steps_per_year} steps a year. Take {', '.join(remedies[:-1])} or "
-        f"{remedies[-1]}."
-    )
 
 
 def _check_orbit(T, params: Params) -> Temperature:
@@ -432,6 +394,7 @@ def periodic_equilibrium(
     adjoint: optx.AbstractAdjoint | None = None,
     max_steps: int = 32,
     error_tolerance=None,
+    retry_years: int = 100,
     throw: bool = True,
     progress: bool | diffrax.AbstractProgressMeter = False,
 ) -> SeasonalCycle | PeriodicState:
@@ -473,6 +436,13 @@ def periodic_equilibrium(
         Euler steppers, whose estimates track their error. (Years of the spin-up
         are not checked unless Newton fails: an inaccurate year is then the likelier
         cause, and its fix the one named.)
+    - `retry_years`: where shooting fails (Newton's method did not converge from
+        the spin-up, or its year was inaccurate or not finite), spin up this many
+        years more from `start` (`spinup_years + retry_years` in all) and shoot
+        once more: a longer spin-up brings Newton's method into the periodic
+        state's basin (default 100; 0: no retry). The retry needs the failure to
+        be known as the call returns (eagerly, and under eager `jax.grad`), and
+        compiles nothing new; inside `jit` the failure is reported as it is.
     - `throw`: raise when the solve fails (default), else report it in `result`.
         (A derivative's implicit linear solve that fails gives NaN derivatives
         either way.)
@@ -499,6 +469,7 @@ def periodic_equilibrium(
         orbital parameters are out of range.
     """
     check_count("spinup_years", spinup_years, 0)
+    check_count("retry_years", retry_years, 0)
     year, params, T_start, limit, error_tolerance = _setup(
         params, model, grid, start, stepper, checkpoint, steps_per_year,
         error_tolerance, throw,
@@ -507,22 +478,37 @@ def periodic_equilibrium(
         solver = default_shooting_solver(model)
     if adjoint is None:
         adjoint = ImplicitAdjoint(linear_solver=_krylov(1e-11, 1e-11))
-    cycle = _periodic_equilibrium(
-        params,
-        year,
-        T_start,
-        spinup_years,
-        solver,
-        adjoint,
-        max_steps,
-        error_tolerance,
-        limit,
-        # Each step is a year or more of work: show every one.
-        progress_meter(progress, refresh_steps=1),
-    )
+
+    def shoot(years):
+        # The years as an array: the retry runs the same compiled program.
+        return _periodic_equilibrium(
+            params,
+            year,
+            T_start,
+            jnp.asarray(years),
+            solver,
+            adjoint,
+            max_steps,
+            error_tolerance,
+            limit,
+            # Each step is a year or more of work: show every one.
+            progress_meter(progress, refresh_steps=1),
+        )
+
+    cycle = shoot(spinup_years)
+    retried = retry_years > 0 and retriable(cycle.result)
+    if retried:
+        cycle = shoot(spinup_years + retry_years)
     if not throw:
         return cycle
-    message = _inaccurate_message(cycle, error_tolerance, year, steps_per_year)
+    message = inaccurate_message(cycle, error_tolerance, year, steps_per_year)
+    if message is None and not cycle.result.is_traced():
+        message = failure_message(cycle.result)
+    if message is not None and retried:
+        message = (
+            f"{message} (after a retry from a spin-up of {spinup_years + retry_years}"
+            " years: `retry_years`)"
+        )
     return raise_if_failed(cycle, cycle.result, message)
 
 
@@ -634,7 +620,7 @@ def seasonal_spinup(
     )
     if not throw:
         return cycle
-    message = _inaccurate_message(cycle, error_tolerance, year, steps_per_year)
+    message = inaccurate_message(cycle, error_tolerance, year, steps_per_year)
     return raise_if_failed(cycle, cycle.result, message)
 
 
