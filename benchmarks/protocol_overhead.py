@@ -1,16 +1,21 @@
-"""The zonal model's speed at a revision before the model protocol and now, in one
-run: whether `ebm.AbstractModel` (issue 36) slowed today's model.
+"""The entry points' speed at an earlier revision and now, in one run: whether the
+model protocol (`ebm.AbstractModel`, issue 36, `--before a8de08f`) or the entry
+points' one path through it (issue 53, `--before 1ce6c17`) slowed them.
 
 For each source tree (a `git worktree` of `--before`, and this checkout), one fresh
 process times the second and later calls (compiled programs, so run time only) of:
-an equilibrium and its implicit gradient (60 cells), a 10-year run and its gradient
-under the recursive adjoint (18 cells), and the first call of each (compile time
-included). Minimum over `--repeats` calls; the two trees alternate, run by run, so
-that a busy machine slows both alike. Writes benchmarks/results/protocol_overhead.json
-and a bar chart of the ratios.
+the zonal model's equilibrium and its implicit gradient (60 cells), a 10-year run
+and its gradient under the recursive adjoint (18 cells), its fold in S0 and the
+fold's gradient, and a whole branch (`ebm.continuation`, eager, 18 cells); the
+two-layer model's steady state and its gradient, and a 150-year 1 % a year run and
+its gradient; the sea-ice model's periodic state (20 boxes, 100 steps a year); and
+the first call of each (compile time included). A case the earlier revision lacks
+is left out. Minimum over `--repeats` calls; the two trees alternate, run by run, so
+that a busy machine slows both alike. Writes benchmarks/results/<--name>.json
+(default protocol_overhead) and a bar chart of the ratios.
 
 Run: python benchmarks/protocol_overhead.py [--before a8de08f] [--repeats 20]
-[--rounds 2]
+[--rounds 2] [--name protocol_overhead]
 """
 
 import argparse
@@ -44,14 +49,47 @@ def run(p):
     return ebm.integrate(p, years=years, grid=small).global_mean
 
 
+def fold(p):
+    return ebm.fold(p, "S0", stop=1000.0, grid=small).value
+
+
+def branch(p):
+    return ebm.continuation(p, "S0", stop=1000.0, grid=small).values
+
+
 cases = {
-    "equilibrium": jax.jit(equilibrium),
-    "equilibrium_gradient": jax.jit(jax.grad(equilibrium)),
-    "run_10_years": jax.jit(run),
-    "run_10_years_gradient": jax.jit(jax.grad(run)),
+    "equilibrium": (jax.jit(equilibrium), params),
+    "equilibrium_gradient": (jax.jit(jax.grad(equilibrium)), params),
+    "run_10_years": (jax.jit(run), params),
+    "run_10_years_gradient": (jax.jit(jax.grad(run)), params),
+    "fold": (jax.jit(fold), params),
+    "fold_gradient": (jax.jit(jax.grad(fold)), params),
+    "continuation": (branch, params),
 }
+if hasattr(ebm, "TwoLayerModel"):
+    two, ramp = ebm.TwoLayerModel(), ebm.TwoLayerModel(forcing=ebm.OnePercentCO2())
+
+    def steady(p):
+        return ebm.equilibrium(p, model=two).T
+
+    def ramp_run(p):
+        return ebm.integrate(p, model=ramp, years=jax.numpy.asarray(150.0)).T
+
+    cases.update(
+        two_layer_equilibrium=(jax.jit(steady), two.Params()),
+        two_layer_equilibrium_gradient=(jax.jit(jax.grad(steady)), two.Params()),
+        two_layer_run_150_years=(jax.jit(ramp_run), two.Params()),
+        two_layer_run_gradient=(jax.jit(jax.grad(ramp_run)), two.Params()),
+    )
+if hasattr(ebm, "SeaIceModel"):
+    ice = ebm.SeaIceModel(20)
+
+    def periodic(p):
+        return ebm.periodic_equilibrium(p, model=ice, steps_per_year=100).residual
+
+    cases["sea_ice_periodic"] = (periodic, ebm.SeaIceParams())
 out = {}
-for name, fn in cases.items():
+for name, (fn, params) in cases.items():
     start = time.perf_counter()
     jax.block_until_ready(fn(params))
     first = time.perf_counter() - start
@@ -86,6 +124,7 @@ def main() -> None:
     parser.add_argument("--before", default="a8de08f", help="revision before")
     parser.add_argument("--repeats", type=int, default=20)
     parser.add_argument("--rounds", type=int, default=2)
+    parser.add_argument("--name", default="protocol_overhead", help="output name")
     arguments = parser.parse_args()
     sys.path.insert(0, str(pathlib.Path(__file__).parent))
     from _machine import machine
@@ -118,6 +157,10 @@ def main() -> None:
         }
         for tree, results in rounds.items()
     }
+    # Only the cases both revisions have.
+    best["now"] = {
+        case: row for case, row in best["now"].items() if case in best["before"]
+    }
     ratios = {
         case: {
             key: best["now"][case][key] / best["before"][case][key]
@@ -128,14 +171,14 @@ def main() -> None:
     record = dict(
         command="python benchmarks/protocol_overhead.py "
         f"--before {arguments.before} --repeats {arguments.repeats} "
-        f"--rounds {arguments.rounds}",
+        f"--rounds {arguments.rounds} --name {arguments.name}",
         before=arguments.before,
         machine=machine(),
         best=best,
         ratio_now_over_before=ratios,
     )
     RESULTS.mkdir(exist_ok=True)
-    path = RESULTS / "protocol_overhead.json"
+    path = RESULTS / f"{arguments.name}.json"
     path.write_text(json.dumps(record, indent=2) + "\n")
     for case, ratio in ratios.items():
         print(
@@ -148,7 +191,7 @@ def main() -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    figure, axis = plt.subplots(figsize=(6, 3))
+    figure, axis = plt.subplots(figsize=(6, 1.5 + 0.4 * len(ratios)))
     names = list(ratios)
     positions = range(len(names))
     axis.barh(
@@ -168,7 +211,7 @@ def main() -> None:
     axis.set_xlabel(f"time now / time at {arguments.before}")
     axis.legend(loc="lower right")
     figure.tight_layout()
-    figure.savefig(RESULTS / "protocol_overhead.png", dpi=120)
+    figure.savefig(RESULTS / f"{arguments.name}.png", dpi=120)
     print(f"wrote {path}")
 
 
