@@ -170,7 +170,7 @@ def test_run_help_lists_every_schedule_and_a_bad_one_is_a_usage_error(capsys):
 
 
 def test_name_choices_are_the_librarys_tables():
-    from ebm._analysis.sensitivity import OUTPUTS
+    from ebm import EnergyBalanceModel
     from ebm._cli.main import _parser
     from ebm._stepping.options import ADJOINTS
     from ebm._stepping.steppers import STEPPERS
@@ -187,7 +187,7 @@ def test_name_choices_are_the_librarys_tables():
 
     assert choices("run", "--stepper") == list(STEPPERS)
     assert choices("run", "--adjoint") == list(ADJOINTS)
-    assert choices("sensitivity", "--output") == list(OUTPUTS)
+    assert choices("sensitivity", "--output") == list(EnergyBalanceModel.outputs)
     for command in ("equilibrium", "run", "sensitivity", "hysteresis"):
         assert choices(command, "--start") == list(STARTS)
 

@@ -3,6 +3,7 @@ one (ocean layers, the zonal model over a deep ocean, sea ice): what they refuse
 by name, and the failures they report instead of returning wrong numbers."""
 
 import warnings
+from typing import ClassVar
 
 import diffrax
 import equinox as eqx
@@ -299,3 +300,39 @@ def test_a_models_own_steady_state_and_names_are_what_the_entry_points_use():
         ebm.equilibrium(params, model=_Box(), start="warm")
     with pytest.raises(eqx.EquinoxRuntimeError, match="without passing a fold"):
         ebm.fold(params, "feedback", stop=2.0, model=_Box())
+
+
+class _DeclaringBox(_Box):
+    """The box, declaring what the analysis takes by default and by name."""
+
+    derived_names: ClassVar[tuple[str, ...]] = ("tcr",)
+    fitted_by_default: ClassVar[tuple[str, ...] | None] = ("feedback",)
+    varied_by_default: ClassVar[tuple[str, ...] | None] = ("feedback",)
+
+
+def test_a_models_declared_names_are_what_the_analysis_takes():
+    model = _DeclaringBox(ebm.AbruptCO2(4.0))
+    params = BoxParams()
+    # 4xCO2: T = 2 F2x / feedback, whose second derivative is 4 F2x / feedback^3.
+    hessian = ebm.hessian(params, model=model)
+    assert hessian.names == ("feedback",)
+    assert float(hessian.matrix[0, 0]) == pytest.approx(
+        float(4 * params.F2x / params.feedback**3), rel=1e-8
+    )
+    # Fitted without `fit=`: the model's own default, back to the true feedback.
+    target = 2 * params.F2x / params.feedback
+    result = ebm.fit(BoxParams(feedback=1.5), target, model=model, steps=200)
+    assert result.fitted == ("feedback",)
+    assert float(result.params.feedback) == pytest.approx(
+        float(params.feedback), rel=1e-4
+    )
+    known = r"known names for _DeclaringBox are \('tcr',\)"
+    with pytest.raises(ValueError, match=known):
+        ebm.posterior(
+            params,
+            {"global_mean": target},
+            priors={"feedback": ebm.Uniform(0.5, 2.0)},
+            noise=0.1,
+            model=model,
+            derived=("ecs",),
+        )

@@ -15,20 +15,12 @@ from .._model.protocol import AbstractModel
 from .._results import RESULTS
 from .._steady.continuation import Fold, fold
 from .._steady.equilibrium import equilibrium
-from .._zonal.model import EnergyBalanceModel
-from .._zonal.params import Params
 from .._zonal.start import model_grid
 from .forward import with_values
 
 
 DERIVED = ("ecs", "snowball_S0", "tcr")
 """The derived quantities known by name."""
-
-ZONAL_DERIVED = ("ecs", "snowball_S0")
-"""Those of the zonal model."""
-
-PROTOCOL_DERIVED = ("ecs", "tcr")
-"""Those of the other models of the protocol (`ebm.ecs`, `ebm.tcr`)."""
 
 CO2_DOUBLING = 3.7
 """The radiative forcing of doubled CO2, W m-2 (Myhre et al. 1998, rounded)."""
@@ -50,8 +42,9 @@ DERIVED_ATTRS = {
         "1pctCO2)",
     },
 }
-# A model of the protocol's ECS is its own (for its F2x), not for 3.7 W m-2.
-PROTOCOL_ATTRS = DERIVED_ATTRS | {
+# The ECS of a model forced by a scenario is its own (for its F2x), not for
+# 3.7 W m-2 of its forcing parameter.
+SCENARIO_ATTRS = DERIVED_ATTRS | {
     "ecs": {
         "units": "K",
         "long_name": "equilibrium climate sensitivity (steady warming for F2x)",
@@ -60,18 +53,22 @@ PROTOCOL_ATTRS = DERIVED_ATTRS | {
 
 
 class ClimateSensitivity(eqx.Module):
-    """`params -> ` the equilibrium global-mean warming for `forcing` W m-2 more,
-    K: from the equilibrium reached from `start` to the one reached from it."""
+    """`params -> ` the equilibrium global-mean warming for `forcing` W m-2 more of
+    the model's forcing parameter (`model.forcing_parameter`), K: from the
+    equilibrium reached from `start` to the one reached from it."""
 
-    model: EnergyBalanceModel
+    model: AbstractModel
     start: Array
     forcing: float = CO2_DOUBLING
 
-    def __call__(self, params: Params):
+    def __call__(self, params):
         base = equilibrium(
             params, model=self.model, start=self.start, throw=False, near_fold=None
         )
-        forced = eqx.tree_at(lambda p: p.forcing, params, params.forcing + self.forcing)
+        name = self.model.forcing_parameter
+        forced = eqx.tree_at(
+            lambda p: getattr(p, name), params, getattr(params, name) + self.forcing
+        )
         warmer = equilibrium(
             forced, model=self.model, start=base.T, throw=False, near_fold=None
         )
@@ -82,10 +79,10 @@ class SnowballFold(eqx.Module):
     """`params -> ` the solar constant of the snowball fold, W m-2: `ebm.fold`
     refined from `guess` (the fold at the given parameters)."""
 
-    model: EnergyBalanceModel
+    model: AbstractModel
     guess: Fold
 
-    def __call__(self, params: Params):
+    def __call__(self, params):
         return fold(params, "S0", guess=self.guess, model=self.model, throw=False).value
 
 
@@ -110,12 +107,11 @@ def derive(derived, draws, log_posterior, model, params, start, reference):
     if not derived:
         return {}
     functions = {}
-    zonal = isinstance(model, EnergyBalanceModel)
     for name, fn in derived.items():
-        if fn in PROTOCOL_DERIVED and not zonal:
-            fn = LayerMetric(model, fn)
-        elif fn == "ecs":
+        if fn == "ecs" and model.forcing_parameter is not None:
             fn = ClimateSensitivity(model, log_posterior.start)
+        elif fn in ("ecs", "tcr"):
+            fn = LayerMetric(model, fn)
         elif fn == "snowball_S0":
             guess = fold(params, "S0", stop=params.S0 - 400.0, model=model, start=start)
             fn = SnowballFold(model, guess)
@@ -163,8 +159,7 @@ def check_derived(derived, model) -> dict:
         result = dict(derived)
     else:
         result = {name: name for name in derived}
-    zonal = isinstance(model, EnergyBalanceModel)
-    known = ZONAL_DERIVED if zonal else PROTOCOL_DERIVED
+    known = model.derived_names
     for name, fn in result.items():
         if isinstance(fn, str) and fn not in known:
             raise ValueError(

@@ -42,7 +42,6 @@ from .forward import (
     to_unconstrained,
     with_values,
 )
-from .log_posterior import observable_shapes
 from .sensitivity import resolve
 
 
@@ -146,13 +145,14 @@ def fit(
     """
     params, model = resolve(params, model, grid)
     zonal = isinstance(model, EnergyBalanceModel)
-    if fit is None and not zonal:
+    if fit is None and model.fitted_by_default is None:
         raise ValueError(
             f"`fit` must name the parameters to fit for {type(model).__name__} (its "
             f"default, ('D',), is the zonal model's): one or more of "
             f"{type(params).field_names()}."
         )
-    names = check_names(("D",) if fit is None else fit, "fit", type(params))
+    fit = model.fitted_by_default if fit is None else fit
+    names = check_names(fit, "fit", type(params))
     check_count("steps", steps, 1)
     target = _check_target(target)
     loss_fn = _loss_function(
@@ -385,8 +385,8 @@ def _loss_function(
     params, target, names, through, times, T0, model, start, adjoint
 ) -> _Loss:
     check_through(through)
-    shape = observable_shapes(model, params)["T"]
     t0 = run_start(model)
+    shape = model.observable_shapes(params, t0)["T"]
     if through == "equilibrium":
         if target.shape != shape:
             raise ValueError(

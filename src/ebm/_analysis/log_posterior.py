@@ -248,25 +248,6 @@ def _guarded_bwd(residuals, cotangent, perturbed, coordinates, log_posterior):
     )
 
 
-def observable_shapes(model: AbstractModel, params) -> dict[str, tuple[int, ...]]:
-    """`{output: shape}` of one observation of each output of `model`."""
-    if isinstance(model, EnergyBalanceModel):
-        n_lat = model.grid.n_lat
-        return {
-            "T": (n_lat,),
-            "global_mean": (),
-            "ice_edge": (),
-            "ice_edge_south": (),
-            "heat_transport": (n_lat + 1,),
-        }
-    from .._scenarios.base import run_start
-
-    surface = jax.eval_shape(
-        lambda: model.temperature(run_start(model), model.initial_state(params), params)
-    )
-    return {"T": surface.shape, "global_mean": ()}
-
-
 def check_observed(observed, through, times, shapes, start=0.0) -> dict[str, Array]:
     """`observed` as `{output: array}`, each of `shapes[output]` after a leading
     `len(times)` axis through a trajectory (`times` after `start`, the forcing's

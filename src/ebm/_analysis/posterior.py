@@ -53,7 +53,7 @@ from .._zonal.grid import Grid
 from .._zonal.model import EnergyBalanceModel
 from .._zonal.params import Params
 from .._zonal.start import model_grid
-from .derived import DERIVED_ATTRS, PROTOCOL_ATTRS, check_derived, derive
+from .derived import DERIVED_ATTRS, SCENARIO_ATTRS, check_derived, derive
 from .forward import ForwardProblem, check_names, run_start, with_values
 from .log_posterior import (
     LogPosterior,
@@ -62,7 +62,6 @@ from .log_posterior import (
     check_time_structure,
     finite_adjoint,
     is_snowball,
-    observable_shapes,
     observe,
 )
 from .nuts import (
@@ -309,9 +308,7 @@ class Posterior(eqx.Module):
         container = type(self.log_posterior.params)
         model = self.log_posterior.model
         grid = model_grid(model)
-        known = (
-            DERIVED_ATTRS if isinstance(model, EnergyBalanceModel) else PROTOCOL_ATTRS
-        )
+        known = DERIVED_ATTRS if model.forcing_parameter else SCENARIO_ATTRS
         variables = {}
         for name in (*self.names, *self.derived):
             value = np.asarray(self[name])
@@ -468,7 +465,7 @@ def posterior(
     zonal = isinstance(model, EnergyBalanceModel)
     t0 = run_start(model)
     observed = check_observed(
-        observed, through, times, observable_shapes(model, params), t0
+        observed, through, times, model.observable_shapes(params, t0), t0
     )
     noise_given, noise_priors = check_noise(noise, observed)
     derived = check_derived(derived, model)

@@ -17,20 +17,13 @@ import numpy as np
 from jaxtyping import Array, Float
 
 from .._checks import check_threshold
-from .._model.parameters import check_params
 from .._model.protocol import AbstractModel
 from .._results import raise_if_failed
 from .._steady.equilibrium import NearFoldWarning, _near_fold_message
 from .._zonal.grid import Grid
-from .._zonal.model import EnergyBalanceModel
 from .._zonal.params import Params
-from .._zonal.start import check_zonal_params, model_latitudes, resolve_any_model
+from .._zonal.start import model_latitudes, resolve_any_model
 from .forward import ForwardProblem, check_names, check_through, with_values
-
-
-OUTPUTS = ("T", "global_mean", "ice_edge", "ice_edge_south")
-# Of the models other than the zonal one.
-PROTOCOL_OUTPUTS = ("T", "global_mean")
 
 
 def resolve(params, model, grid):
@@ -39,9 +32,6 @@ def resolve(params, model, grid):
     from .._stepping.run import check_model_params
 
     model = resolve_any_model(model, grid)
-    if isinstance(model, EnergyBalanceModel):
-        check_zonal_params(params, model)
-        return check_params(params), model
     return check_model_params(params, model), model
 
 
@@ -157,10 +147,9 @@ class _Output(eqx.Module):
 
 def _output_function(params, output, names, through, years, T0, model, start, adjoint):
     """`values -> (output, diagnostics)` (see `_Output`), and `values`."""
-    known = OUTPUTS if isinstance(model, EnergyBalanceModel) else PROTOCOL_OUTPUTS
-    if not callable(output) and output not in known:
+    if not callable(output) and output not in model.outputs:
         raise ValueError(
-            f"`output` must be one of {known} for {type(model).__name__}, got "
+            f"`output` must be one of {model.outputs} for {type(model).__name__}, got "
             f"{output!r}."
         )
     check_through(through)
@@ -246,8 +235,7 @@ def hessian(
     params, model = resolve(params, model, grid)
     check_threshold("near_fold", near_fold, optional=True)
     if names is None:
-        zonal = isinstance(model, EnergyBalanceModel)
-        names = ("D", "B") if zonal else type(params).field_names()
+        names = model.varied_by_default or type(params).field_names()
     names = check_names(names, "names", type(params))
     if output == "T":
         raise ValueError(

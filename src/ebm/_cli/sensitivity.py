@@ -8,7 +8,7 @@ NAME = "sensitivity"
 
 def add_parser(subparsers) -> None:
     """`ebm sensitivity` and its flags, on `subparsers`."""
-    from .._analysis.sensitivity import OUTPUTS
+    from .._zonal.model import EnergyBalanceModel
     from .._zonal.start import STARTS
 
     parser = subparsers.add_parser(
@@ -22,7 +22,7 @@ def add_parser(subparsers) -> None:
     parser.add_argument(
         "--output",
         default="T",
-        choices=OUTPUTS,
+        choices=EnergyBalanceModel.outputs,
         help="what to differentiate (T; only T is plotted)",
     )
     parser.add_argument(

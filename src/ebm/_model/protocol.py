@@ -30,13 +30,14 @@ import dataclasses
 from typing import ClassVar
 
 import equinox as eqx
+import jax
 import jax.numpy as jnp
 import lineax as lx
 import numpy as np
 from jaxtyping import Array, Float, PyTree
 
 from .._custom_types import Scalar
-from .parameters import AbstractParams
+from .parameters import AbstractParams, check_params
 
 
 @dataclasses.dataclass(frozen=True)
@@ -207,6 +208,57 @@ class AbstractModel(eqx.Module):
         default): named where a fixed-step run's error is too large, as one
         remedy."""
         return ()
+
+    outputs: ClassVar[tuple[str, ...]] = ("T", "global_mean")
+    """The outputs of the model's steady states and runs that `ebm.sensitivity`,
+    `ebm.hessian`, `ebm.fit` and `ebm.posterior` take by name: the surface
+    temperature and its global mean (a model with sea ice adds its ice edges)."""
+
+    derived_names: ClassVar[tuple[str, ...]] = ("ecs", "tcr")
+    """The quantities `ebm.posterior` derives from each draw by name (`ebm.ecs`
+    and `ebm.tcr` under the model's own CO2 scenarios)."""
+
+    fitted_by_default: ClassVar[tuple[str, ...] | None] = None
+    """The parameters `ebm.fit` fits unless told, or `None` (the default): the
+    caller names them."""
+
+    varied_by_default: ClassVar[tuple[str, ...] | None] = None
+    """The parameters `ebm.hessian` differentiates in unless told, or `None` (the
+    default): all of them."""
+
+    @property
+    def forcing_parameter(self) -> str | None:
+        """The parameter that is the model's radiative forcing, W m-2, for a model
+        forced by a parameter (the zonal model's uniform `forcing`), or `None` (the
+        default) for one forced by a scenario on its clock (its `forcing`), whose
+        entry points take the time `t` at which it is held."""
+        return None
+
+    def checked_params(self, params: AbstractParams) -> AbstractParams:
+        """`params`, once they are the model's (`self.Params`), with their ranges
+        checked.
+
+        **Raises:**
+
+        - `TypeError`: for parameters that are not the model's.
+        - `ValueError`: for a value outside its range.
+        """
+        if not isinstance(params, self.Params):
+            raise TypeError(
+                f"`params` must be the model's parameters, `model.Params` "
+                f"({self.Params.__name__}), got {type(params).__name__}. Build them "
+                f"with `model.Params(...)`."
+            )
+        return check_params(params)
+
+    def observable_shapes(self, params: AbstractParams, t) -> dict[str, tuple]:
+        """`{output: shape}` of one observation of each output of the model that
+        `ebm.posterior` and `ebm.fit` compare with observations (the state at time
+        `t` gives the shapes)."""
+        surface = jax.eval_shape(
+            lambda: self.temperature(t, self.initial_state(params), params)
+        )
+        return {"T": surface.shape, "global_mean": ()}
 
     start_names: ClassVar[tuple[str, ...]] = ("present",)
     """The start states `ebm.equilibrium` takes by name (`"present"`: the model's

@@ -41,7 +41,6 @@ from jaxtyping import Array, Bool, Float, Int
 
 from .._checks import check_count, check_threshold, known_value
 from .._custom_types import Scalar, Temperature
-from .._model.parameters import check_params
 from .._model.protocol import AbstractModel
 from .._numerics.implicit import ImplicitAdjoint
 from .._numerics.pseudo_transient import PseudoTransientContinuation
@@ -64,7 +63,6 @@ from .._zonal.model import (
 )
 from .._zonal.params import Params
 from .._zonal.start import (
-    check_zonal_params,
     initial_profile,
     resolve_any_model,
     resolve_model,
@@ -253,8 +251,7 @@ def equilibrium(
             f"its `forcing` parameter (W m-2), and it takes no `t` (got t={t!r})."
         )
     model = resolve_model(model, grid)
-    check_zonal_params(params, model)
-    params = check_params(params)
+    params = model.checked_params(params)
     # Checked here, not inside jit, so that a bad start is a ValueError at once.
     T0 = initial_profile(start, params, model.grid)
     if not isinstance(solver, optx.AbstractRootFinder):

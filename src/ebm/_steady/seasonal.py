@@ -56,7 +56,6 @@ from jaxtyping import Array, Float, Int
 
 from .._checks import check_count, known_value, refuse_if
 from .._custom_types import Scalar, Temperature
-from .._model.parameters import check_params
 from .._model.protocol import AbstractModel
 from .._numerics.counted import CountedRootFinder
 from .._numerics.implicit import ImplicitAdjoint
@@ -78,7 +77,7 @@ from .._zonal.grid import Grid
 from .._zonal.insolation.daily import DailyInsolation
 from .._zonal.model import EnergyBalanceModel
 from .._zonal.params import Params
-from .._zonal.start import check_zonal_params, initial_profile, resolve_model
+from .._zonal.start import initial_profile, resolve_model
 from .periodic_models import PeriodicState, flat_cycle, flat_year_problem
 from .shooting_failures import inaccurate_message, retriable
 
@@ -143,7 +142,7 @@ def _setup(
     entry points, for the zonal model or (as a `FlatModel`) any other model of the
     protocol."""
     if stepper is None:
-        own = model.default_stepper() if _is_other_model(model) else None
+        own = None if model is None else model.default_stepper()
         stepper = "rosenbrock" if own is None else own
     stepper, checkpoint = _resolve_year(stepper, checkpoint, steps_per_year)
     error_tolerance = resolve_error_tolerance(error_tolerance, stepper)
@@ -155,8 +154,7 @@ def _setup(
             start = _check_orbit(start, params)
     else:
         model = _resolve_model(model, grid)
-        check_zonal_params(params, model)
-        params = check_params(params)
+        params = model.checked_params(params)
         start = _check_orbit(initial_profile(start, params, model.grid), params)
         limit = check_stability(
             stepper, model, params, start, 1.0 / steps_per_year, throw, steps_per_year
@@ -365,7 +363,7 @@ def _cycle(
 def default_shooting_solver(model) -> optx.Newton:
     """Newton's method with GMRES, to `rtol = 1e-10` and an `atol` of 1e-10 K (the
     zonal model) or the model's own `shooting_tolerance`, in its state's units."""
-    atol = model.shooting_tolerance() if _is_other_model(model) else 1e-10
+    atol = 1e-10 if model is None else model.shooting_tolerance()
     return optx.Newton(rtol=1e-10, atol=atol, linear_solver=_krylov(1e-6, 1e-6))
 
 

@@ -50,7 +50,6 @@ from jaxtyping import Array, Float, Int
 
 from .._checks import check_count, refuse_if
 from .._custom_types import Scalar, Temperature
-from .._model.parameters import check_params
 from .._progress import progress_meter
 from .._results import (
     RESULTS,
@@ -61,7 +60,7 @@ from .._results import (
 from .._zonal.grid import Grid
 from .._zonal.model import EnergyBalanceModel
 from .._zonal.params import Params
-from .._zonal.start import check_zonal_params, initial_profile, resolve_model
+from .._zonal.start import initial_profile, resolve_model
 from .checkpoints import resolve_checkpoint, spellings
 from .fixed_model import _is_other_model, check_flat_stepper, flat_problem
 from .options import (
@@ -234,8 +233,7 @@ def integrate(
             f"zonal model's runs start at 0 (got t0={t0!r})."
         )
     model = resolve_model(model, grid)
-    check_zonal_params(params, model)
-    params = check_params(params)
+    params = model.checked_params(params)
     _check_positive("years", years)
     T0 = initial_profile("present" if T0 is None else T0, params, model.grid, "T0")
     check_saved_times(saveat, 0.0, years)
@@ -297,6 +295,7 @@ def integrate(
 def _integrate_other(params, model, *, grid, progress, T0, **kwargs):
     """`ebm.integrate` of a model of the protocol other than the zonal one."""
     from .._model.protocol import AbstractModel
+
     if not isinstance(model, AbstractModel):
         raise TypeError(
             "`model` must be an ebm model (an ebm.AbstractModel, such as "
@@ -490,8 +489,7 @@ def integrate_fixed(
         model, params, T0 = flat_problem(params, model, grid, T0, dt, steps)
     else:
         model = resolve_model(model, grid)
-        check_zonal_params(params, model)
-        params = check_params(params)
+        params = model.checked_params(params)
         T0 = initial_profile("present" if T0 is None else T0, params, model.grid, "T0")
     check_count("steps", steps, 1)
     _check_positive("dt", dt)

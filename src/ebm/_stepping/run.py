@@ -10,7 +10,7 @@ from jaxtyping import Array, Float, Int, PyTree
 
 from .._checks import check_count, known_value, refuse_if
 from .._custom_types import Scalar
-from .._model.parameters import AbstractParams, check_params
+from .._model.parameters import AbstractParams
 from .._model.protocol import AbstractModel, Variable, state_arrays
 from .._results import (
     RESULTS,
@@ -78,7 +78,8 @@ class Run(eqx.Module):
 
 
 def check_model_params(params, model: AbstractModel) -> AbstractParams:
-    """`params`, once it is `model.Params` (with its ranges checked).
+    """`params`, once they are the model's (`model.checked_params`: its `Params`,
+    with their ranges checked).
 
     **Raises:**
 
@@ -95,13 +96,7 @@ def check_model_params(params, model: AbstractModel) -> AbstractParams:
             "`model` must be an ebm model (an ebm.AbstractModel, such as "
             f"ebm.TwoLayerModel()), got {type(model).__name__}{swapped}."
         )
-    if not isinstance(params, model.Params):
-        raise TypeError(
-            f"`params` must be the model's parameters, `model.Params` "
-            f"({model.Params.__name__}), got {type(params).__name__}. Build them "
-            f"with `model.Params(...)`."
-        )
-    return check_params(params)
+    return model.checked_params(params)
 
 
 def check_state(model: AbstractModel, params, y, name: str) -> PyTree:

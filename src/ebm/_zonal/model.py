@@ -26,7 +26,7 @@ Grid, boundary conditions and discretisation are those of `ebm.Grid` and
 """
 
 import functools
-from typing import Literal
+from typing import ClassVar, Literal
 
 import jax
 import jax.numpy as jnp
@@ -34,7 +34,7 @@ from jaxtyping import Array, Float, PyTree
 
 from .._constants import SECONDS_PER_YEAR
 from .._custom_types import EdgeValues, Flux, Scalar, Temperature
-from .._model.parameters import AbstractParams, merge, params_class
+from .._model.parameters import AbstractParams, check_params, merge, params_class
 from .._model.protocol import AbstractModel, Variable
 from .albedo.subgrid import SubgridIceAlbedo
 from .base import (
@@ -197,6 +197,47 @@ class EnergyBalanceModel(AbstractModel):
         a model's parameters with `model.Params(D=0.3, ...)`."""
         return _params_of(tuple(type(term) for term in self.terms()))
 
+    outputs: ClassVar[tuple[str, ...]] = (
+        "T",
+        "global_mean",
+        "ice_edge",
+        "ice_edge_south",
+    )
+    derived_names: ClassVar[tuple[str, ...]] = ("ecs", "snowball_S0")
+    fitted_by_default: ClassVar[tuple[str, ...] | None] = ("D",)
+    varied_by_default: ClassVar[tuple[str, ...] | None] = ("D", "B")
+
+    @property
+    def forcing_parameter(self) -> str | None:
+        """`"forcing"`, the uniform forcing (W m-2), where the parameters have it:
+        the zonal model has no forcing scenario, and its entry points no time."""
+        return "forcing" if "forcing" in self.Params.field_names() else None
+
+    def checked_params(self, params: AbstractParams) -> AbstractParams:
+        """`params`, once they hold the zonal model's (`ebm.Params`, or parameters
+        with them), with their ranges checked.
+
+        **Raises:**
+
+        - `TypeError`: for another model's parameters, naming the model to pass.
+        - `ValueError`: for a value outside its range.
+        """
+        check_zonal_params(params, self)
+        return check_params(params)
+
+    def observable_shapes(self, params: AbstractParams, t) -> dict[str, tuple]:
+        """`{output: shape}`: the temperature on cell centres, its global mean, the
+        two ice edges, and the heat transport on cell edges."""
+        del params, t
+        n_lat = self.grid.n_lat
+        return {
+            "T": (n_lat,),
+            "global_mean": (),
+            "ice_edge": (),
+            "ice_edge_south": (),
+            "heat_transport": (n_lat + 1,),
+        }
+
     @property
     def switch_widths(self) -> tuple[str, ...]:
         """`("ice_width",)`, the width of the ice-albedo transition (where the
@@ -352,3 +393,20 @@ def has_tridiagonal_jacobian(model: EnergyBalanceModel) -> bool:
         type(term).__dict__.get("tridiagonal", False)
         for term in (*terms, model.forcing)
     )
+
+
+def check_zonal_params(params, model: "EnergyBalanceModel") -> None:
+    """Refuse the parameters of another model (a layer model's, say) given to the
+    zonal one, naming the model they belong to, before any check of their values."""
+    if not isinstance(params, AbstractParams):
+        return
+    missing = sorted(set(model.Params.field_names()) - set(type(params).field_names()))
+    # (Parameters that lack only a term of one's own's are refused, with that
+    # term's parameter named, where they are read.)
+    if set(missing) & set(Params.field_names()):
+        raise TypeError(
+            f"`params` are {type(params).__name__}, not the zonal model's parameters "
+            f"({model.Params.__name__}: they lack {', '.join(missing[:4])}"
+            f"{', ...' if len(missing) > 4 else ''}): pass the model they belong to "
+            "as `model=` (e.g. model=ebm.TwoLayerModel())."
+        )

@@ -128,23 +128,3 @@ def model_latitudes(model):
     global one."""
     grid = model_grid(model)
     return None if grid is None else grid.lat
-
-
-def check_zonal_params(params, model: EnergyBalanceModel) -> None:
-    """Refuse the parameters of another model (a layer model's, say) given to the
-    zonal one, naming the model they belong to, before any check of their values."""
-    from .._model.parameters import AbstractParams
-    from .params import Params
-
-    if not isinstance(params, AbstractParams):
-        return
-    missing = sorted(set(model.Params.field_names()) - set(type(params).field_names()))
-    # (Parameters that lack only a term of one's own's are refused, with that
-    # term's parameter named, where they are read.)
-    if set(missing) & set(Params.field_names()):
-        raise TypeError(
-            f"`params` are {type(params).__name__}, not the zonal model's parameters "
-            f"({model.Params.__name__}: they lack {', '.join(missing[:4])}"
-            f"{', ...' if len(missing) > 4 else ''}): pass the model they belong to "
-            "as `model=` (e.g. model=ebm.TwoLayerModel())."
-        )

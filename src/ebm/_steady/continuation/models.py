@@ -27,7 +27,7 @@ def on_the_surface(params, parameter: str, model, grid, start, t):
     - `TypeError`: for parameters that are not the model's.
     """
     from ..._stepping.run import check_model_params
-    from ..._zonal.start import check_zonal_params, resolve_model
+    from ..._zonal.start import resolve_model
     from ..steady_state import _forcing_time
 
     if model is None or isinstance(model, EnergyBalanceModel):
@@ -36,7 +36,7 @@ def on_the_surface(params, parameter: str, model, grid, start, t):
                 "`t` is for a model under a forcing scenario; the zonal model's "
                 f"forcing is its parameter `forcing`, got t={t!r}."
             )
-        check_zonal_params(params, resolve_model(model, grid))
+        resolve_model(model, grid).checked_params(params)
         return params, model, start, None
     if not isinstance(model, AbstractModel):
         raise TypeError(
