@@ -336,3 +336,12 @@ def test_a_models_declared_names_are_what_the_analysis_takes():
             model=model,
             derived=("ecs",),
         )
+
+
+def test_a_run_of_any_model_shows_its_progress(capsys):
+    run = ebm.integrate(
+        PARAMS, model=TWO, years=10.0, progress=diffrax.TextProgressMeter()
+    )
+    assert run.result == ebm.RESULTS.successful
+    printed = capsys.readouterr().out
+    assert "100.00%" in printed

@@ -190,7 +190,8 @@ def integrate(
     - `progress`: `True` for a progress bar on stderr (diffrax's
         `TqdmProgressMeter`, percent of `years` done), or any
         `diffrax.AbstractProgressMeter`, used as given (`diffrax.TextProgressMeter()`
-        prints percentages to stdout).
+        prints percentages to stdout), for every model (`solver="exact"` takes no
+        steps to show).
     - `t0`: for a model of the protocol, the time the run starts, years on its
         forcing's clock (default the forcing's start: 0 for `ebm.AbruptCO2` and
         `ebm.OnePercentCO2`, the first time of a series); `t0=-50` runs 50 years
@@ -292,7 +293,7 @@ def integrate(
     return trajectory
 
 
-def _integrate_other(params, model, *, grid, progress, T0, **kwargs):
+def _integrate_other(params, model, *, grid, T0, **kwargs):
     """`ebm.integrate` of a model of the protocol other than the zonal one."""
     from .._model.protocol import AbstractModel
 
@@ -305,8 +306,6 @@ def _integrate_other(params, model, *, grid, progress, T0, **kwargs):
         raise ValueError(
             f"`grid` is for the zonal model; {type(model).__name__} has none."
         )
-    if progress is not False:
-        raise ValueError(f"`progress` is not available for {type(model).__name__} yet.")
     return integrate_model(params, model, y0=T0, **kwargs)
 
 

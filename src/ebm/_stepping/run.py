@@ -12,6 +12,7 @@ from .._checks import check_count, known_value, refuse_if
 from .._custom_types import Scalar
 from .._model.parameters import AbstractParams
 from .._model.protocol import AbstractModel, Variable, state_arrays
+from .._progress import progress_meter
 from .._results import (
     RESULTS,
     nan_unless_successful,
@@ -252,6 +253,7 @@ def integrate_model(
     dt0=None,
     max_steps=None,
     throw=True,
+    progress=False,
 ) -> Run:
     """Integrate a protocol model (see `ebm.integrate`)."""
     params = check_model_params(params, model)
@@ -323,6 +325,7 @@ def integrate_model(
         dt0,
         max_steps,
         throw,
+        progress_meter(progress),
     )
     if throw:
         run = raise_if_failed(run, run.result)
@@ -343,6 +346,7 @@ def _integrate_model(
     dt0,
     max_steps,
     throw,
+    meter,
 ) -> Run:
     from .interpolating import InterpolatingAdjoint
     from .steppers.flat import FlatModel
@@ -371,6 +375,7 @@ def _integrate_model(
         adjoint=adjoint,
         max_steps=max_steps,
         throw=False,
+        progress_meter=meter,
     )
     result = RESULTS.promote(solution.result)
     result = RESULTS.where(invalid == RESULTS.successful, result, invalid)
