@@ -19,9 +19,6 @@ from .._zonal.start import model_grid
 from .forward import with_values
 
 
-DERIVED = ("ecs", "snowball_S0", "tcr")
-"""The derived quantities known by name."""
-
 CO2_DOUBLING = 3.7
 """The radiative forcing of doubled CO2, W m-2 (Myhre et al. 1998, rounded)."""
 
