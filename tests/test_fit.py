@@ -346,17 +346,12 @@ def test_fit_refuses_a_parameter_the_model_does_not_use(params, name):
 
 
 def test_fit_refuses_water_depth_through_an_equilibrium_only(params):
-    from ebm._analysis.fit import _check_fitted_parameters_enter
-
     model = ebm.EnergyBalanceModel(ebm.Grid(6))
+    start = model.start_state(params)
     with pytest.raises(ValueError, match="`water_depth`.*equilibrium"):
-        _check_fitted_parameters_enter(
-            params, ("water_depth",), "equilibrium", None, None, model, "present"
-        )
+        model.check_fitted(params, ("water_depth",), "equilibrium", start)
     # A run's tendency does depend on the heat capacity.
-    _check_fitted_parameters_enter(
-        params, ("water_depth",), "trajectory", [1.0], None, model, "present"
-    )
+    model.check_fitted(params, ("water_depth",), "trajectory", start)
 
 
 def test_fit_refuses_a_non_finite_target(params):

@@ -27,7 +27,6 @@ from jaxtyping import Array
 
 from .._checks import check_count
 from .._progress import HostProgress
-from .._steady.equilibrium import initial_profile
 from .._zonal.grid import Grid
 from .._zonal.model import EnergyBalanceModel
 from .._zonal.params import Params
@@ -144,7 +143,6 @@ def fit(
         names the parameter values).
     """
     params, model = resolve(params, model, grid)
-    zonal = isinstance(model, EnergyBalanceModel)
     if fit is None and model.fitted_by_default is None:
         raise ValueError(
             f"`fit` must name the parameters to fit for {type(model).__name__} (its "
@@ -158,8 +156,14 @@ def fit(
     loss_fn = _loss_function(
         params, target, names, through, times, T0, model, start, adjoint
     )
-    if zonal:
-        _check_fitted_parameters_enter(params, names, through, times, T0, model, start)
+    model.check_fitted(
+        params,
+        names,
+        through,
+        model.start_state(params, start)
+        if through == "equilibrium"
+        else model.start_state(params, T0, "T0"),
+    )
     if optimizer is None:
         optimizer = _DEFAULT_OPTIMIZER
     elif not isinstance(optimizer, optax.GradientTransformation):
@@ -184,7 +188,7 @@ def fit(
                 )
             except eqx.EquinoxRuntimeError as error:
                 raise _failed(step, names, coordinates, type(params)) from error
-            if step == 0 and not zonal:
+            if step == 0:
                 _check_gradient_moves(gradient, loss, names, model)
             history.append(float(loss))
             meter.step(
@@ -239,86 +243,6 @@ def _check_target(target) -> Array:
             "missing cells (the misfit has no mask)."
         )
     return jnp.asarray(array)
-
-
-def _term_outputs(model: EnergyBalanceModel, T, params: Params, t, through: str):
-    """Each term of the model's budget (and heat capacity, for a run) at `T`."""
-    grid = model.grid
-    outputs = {
-        "insolation": model.insolation(params, grid, t),
-        "albedo": model.albedo(T, params, grid),
-        "longwave": model.longwave(T, params, grid),
-        "transport": model.transport.convergence(T, params, grid),
-        "forcing": model.forcing(params, grid, t),
-    }
-    if through == "trajectory":
-        outputs["heat_capacity"] = model.heat_capacity(params, grid)
-    return outputs
-
-
-@eqx.filter_jit
-def _term_dependence(model, T, params, t, through, names):
-    """For each term, whether its output moves with each named parameter (a
-    forward-mode derivative that is not exactly zero)."""
-
-    def outputs(values):
-        return _term_outputs(model, T, with_values(params, values), t, through)
-
-    values = {name: getattr(params, name) for name in names}
-    jacobian = jax.jacfwd(outputs)(values)
-    return {
-        term: {name: jnp.any(by_name[name] != 0) for name in names}
-        for term, by_name in jacobian.items()
-    }
-
-
-def _check_fitted_parameters_enter(params, names, through, times, T0, model, start):
-    """Refuse a fitted parameter that the solved equation does not depend on: its
-    gradient is exactly zero, and the fit would 'converge' at step 0."""
-    if through == "equilibrium":
-        T, t = initial_profile(start, params, model.grid), None
-    else:
-        T = initial_profile("present" if T0 is None else T0, params, model.grid, "T0")
-        t = jnp.asarray(0.0)
-    dependence = _term_dependence(
-        model, T, jax.lax.stop_gradient(params), t, through, names
-    )
-    unused = [
-        name
-        for name in names
-        if not any(bool(by_name[name]) for by_name in dependence.values())
-    ]
-    if not unused:
-        return
-    every = type(params).field_names()
-    used = _term_dependence(model, T, params, t, through, every)
-    described = "; ".join(
-        (
-            "the uniform forcing: forcing"
-            if term == "forcing"
-            else f"{term} ({type(getattr(model, term)).__name__}): "
-            + (", ".join(name for name in every if bool(by_name[name])) or "none")
-        )
-        for term, by_name in used.items()
-    )
-    solved = (
-        "equilibrium (its energy budget; the heat capacity does not set it)"
-        if through == "equilibrium"
-        else "run (its tendency)"
-    )
-    orbital = ("eccentricity", "obliquity", "long_peri")
-    hint = (
-        " The orbital parameters enter only through an orbital insolation "
-        "(ebm.DailyInsolation, ebm.AnnualMeanInsolation)."
-        if any(name in orbital for name in unused)
-        else ""
-    )
-    raise ValueError(
-        f"`fit` names {', '.join(f'`{name}`' for name in unused)}, which this "
-        f"model's {solved} does not depend on: its gradient is zero and the fit "
-        f"would stop at once. The terms and the parameters they use: {described}."
-        f"{hint}"
-    )
 
 
 def _failed(step, names, coordinates, container) -> RuntimeError:

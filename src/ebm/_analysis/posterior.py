@@ -48,7 +48,7 @@ from .._model.declarations import Parameter
 from .._model.protocol import AbstractModel
 from .._progress import HostProgress
 from .._results import raise_if_failed
-from .._steady.equilibrium import equilibrium, initial_profile
+from .._steady.equilibrium import equilibrium
 from .._zonal.grid import Grid
 from .._zonal.model import EnergyBalanceModel
 from .._zonal.params import Params
@@ -495,7 +495,7 @@ def posterior(
         )
     else:
         years, times = float(times[-1]) - t0, jnp.asarray(times)
-        start_T = initial_profile(start, params, model.grid) if zonal else None
+        start_T = model.start_state(params, start) if zonal else None
         regime = jnp.asarray(False)
     supports = tuple(
         allowed_support(name, priors[name], container.declaration(name))[0]

@@ -36,6 +36,7 @@ import lineax as lx
 import numpy as np
 from jaxtyping import Array, Float, PyTree
 
+from .._checks import known_value
 from .._custom_types import Scalar
 from .parameters import AbstractParams, check_params
 
@@ -122,6 +123,64 @@ class AbstractModel(eqx.Module):
     @abc.abstractmethod
     def initial_state(self, params: AbstractParams) -> PyTree:
         """The state at the start of a run."""
+
+    def start_state(
+        self, params: AbstractParams, y: PyTree | str | None = None, name="start"
+    ) -> PyTree:
+        """The state a solve starts from: `y` as a float state of the model (its
+        `initial_state(params)` where `y` is `None` or `"present"`, the entry
+        points' default start), once it has the structure and shapes of
+        `initial_state` and (where known) finite values; a model with more named
+        starts (the zonal model's `"warm"` and `"cold"`) also takes those. Errors
+        call the argument `name`.
+
+        **Raises:**
+
+        - `ValueError`: for a `y` of another structure or shape, not real, or not
+            finite.
+        """
+        if y is None or (isinstance(y, str) and y == "present"):
+            return self.initial_state(params)
+        expected = jax.eval_shape(lambda: self.initial_state(params))
+        if isinstance(y, str):
+            raise ValueError(
+                f"`{name}` must be a state of the model, shaped as "
+                f"{jax.tree.map(lambda s: s.shape, expected)}, or 'present' (its "
+                "initial state); the other branches by name ('warm', 'cold') are the "
+                f"zonal model's, got {y!r}."
+            )
+        try:
+            got = jax.eval_shape(lambda: jax.tree.map(jnp.asarray, y))
+        except TypeError:
+            got = None
+        if (
+            got is None
+            or jax.tree.structure(got) != jax.tree.structure(expected)
+            or any(
+                a.shape != b.shape
+                for a, b in zip(jax.tree.leaves(got), jax.tree.leaves(expected))
+            )
+        ):
+            described = repr(y) if got is None else jax.tree.map(lambda s: s.shape, got)
+            raise ValueError(
+                f"`{name}` must be a state of the model, shaped as "
+                f"{jax.tree.map(lambda s: s.shape, expected)}, got {described}."
+            )
+        dtypes = [leaf.dtype for leaf in jax.tree.leaves(got)]
+        if any(
+            not jnp.issubdtype(d, jnp.number) or jnp.issubdtype(d, jnp.complexfloating)
+            for d in dtypes
+        ):
+            raise ValueError(f"`{name}` must hold real numbers, got {y!r}.")
+        for path, leaf in jax.tree_util.tree_leaves_with_path(y):
+            value = known_value(leaf)
+            if value is not None and not np.all(np.isfinite(np.asarray(value))):
+                where = jax.tree_util.keystr(path)
+                raise ValueError(
+                    f"`{name}` must be finite, got a NaN or infinite value in "
+                    f"`{name}{where}`."
+                )
+        return jax.tree.map(lambda x: jnp.asarray(x, dtype=float), y)
 
     @abc.abstractmethod
     def surface_temperature(self, y: PyTree) -> Array:
@@ -225,6 +284,17 @@ class AbstractModel(eqx.Module):
     varied_by_default: ClassVar[tuple[str, ...] | None] = None
     """The parameters `ebm.hessian` differentiates in unless told, or `None` (the
     default): all of them."""
+
+    def check_fitted(
+        self, params: AbstractParams, names: tuple[str, ...], through: str, y: PyTree
+    ) -> None:
+        """Refuse, before `ebm.fit` takes a step, fitted parameters (`names`) that
+        the solve through `through` (`"equilibrium"` or `"trajectory"`, from the
+        start state `y`) cannot depend on, naming them. By default nothing: every
+        model's fit also refuses, at its first step, a parameter whose gradient is
+        zero to rounding; a model that knows which of its parts use which
+        parameters (the zonal model's terms) says so before compiling the fit."""
+        del params, names, through, y
 
     @property
     def forcing_parameter(self) -> str | None:

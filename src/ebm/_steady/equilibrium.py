@@ -63,7 +63,6 @@ from .._zonal.model import (
 )
 from .._zonal.params import Params
 from .._zonal.start import (
-    initial_profile,
     resolve_any_model,
     resolve_model,
 )
@@ -253,7 +252,7 @@ def equilibrium(
     model = resolve_model(model, grid)
     params = model.checked_params(params)
     # Checked here, not inside jit, so that a bad start is a ValueError at once.
-    T0 = initial_profile(start, params, model.grid)
+    T0 = model.start_state(params, start)
     if not isinstance(solver, optx.AbstractRootFinder):
         raise TypeError(
             "`solver` must be an optimistix root-finder (default "

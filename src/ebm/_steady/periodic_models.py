@@ -108,8 +108,6 @@ def flat_year_problem(
             "ebm.integrate."
         )
     check_flat_stepper(stepper, model)
-    if isinstance(start, str) and start == "present":
-        start = None  # the model's own start state
     dt = 1.0 / steps_per_year
     flat, params, v0 = flat_problem(
         params, model, grid, start, dt, steps_per_year, "start"

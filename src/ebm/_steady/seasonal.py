@@ -77,7 +77,7 @@ from .._zonal.grid import Grid
 from .._zonal.insolation.daily import DailyInsolation
 from .._zonal.model import EnergyBalanceModel
 from .._zonal.params import Params
-from .._zonal.start import initial_profile, resolve_model
+from .._zonal.start import resolve_model
 from .periodic_models import PeriodicState, flat_cycle, flat_year_problem
 from .shooting_failures import inaccurate_message, retriable
 
@@ -155,7 +155,7 @@ def _setup(
     else:
         model = _resolve_model(model, grid)
         params = model.checked_params(params)
-        start = _check_orbit(initial_profile(start, params, model.grid), params)
+        start = _check_orbit(model.start_state(params, start), params)
         limit = check_stability(
             stepper, model, params, start, 1.0 / steps_per_year, throw, steps_per_year
         )

@@ -36,7 +36,7 @@ from .._results import (
     with_result_names,
 )
 from .._scenarios.base import AbstractScenario
-from .._stepping.run import check_model_params, check_state
+from .._stepping.run import check_model_params
 
 
 class SteadyState(eqx.Module):
@@ -120,9 +120,7 @@ def model_equilibrium(
     if own is not None:
         state, surface, result, num_steps = own
         return _steady_state(model, params, state, t, surface, result, num_steps)
-    if isinstance(start, str) and start == "present":
-        start = None
-    y0 = check_state(model, params, start, "start")
+    y0 = model.start_state(params, start, "start")
     state, result, num_steps = _root(model, params, y0, jnp.asarray(t), max_steps)
     if not throw:
         state = nan_unless_successful(result, state, params)

@@ -6,7 +6,7 @@ import jax
 from .._model.protocol import AbstractModel
 from .._scenarios.base import AbstractScenario, run_start
 from .._zonal.model import EnergyBalanceModel
-from .run import check_model_params, check_state
+from .run import check_model_params
 from .steppers.base import AbstractStepper
 from .steppers.flat import FlatModel
 from .steppers.imex_euler import IMEXEuler
@@ -34,7 +34,7 @@ def flat_problem(params, model: AbstractModel, grid, T0, dt, steps, name="T0"):
             f"`grid` is for the zonal model; {type(model).__name__} has none."
         )
     params = check_model_params(params, model)
-    y0 = check_state(model, params, T0, name)
+    y0 = model.start_state(params, T0, name)
     t0 = run_start(model)
     scenario = getattr(model, "forcing", None)
     # (A model traced inside the user's function: its series' span is checked

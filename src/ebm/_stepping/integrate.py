@@ -60,7 +60,7 @@ from .._results import (
 from .._zonal.grid import Grid
 from .._zonal.model import EnergyBalanceModel
 from .._zonal.params import Params
-from .._zonal.start import initial_profile, resolve_model
+from .._zonal.start import resolve_model
 from .checkpoints import resolve_checkpoint, spellings
 from .fixed_model import _is_other_model, check_flat_stepper, flat_problem
 from .options import (
@@ -236,7 +236,7 @@ def integrate(
     model = resolve_model(model, grid)
     params = model.checked_params(params)
     _check_positive("years", years)
-    T0 = initial_profile("present" if T0 is None else T0, params, model.grid, "T0")
+    T0 = model.start_state(params, T0, "T0")
     check_saved_times(saveat, 0.0, years)
     name = adjoint_name(adjoint)
     adjoint = resolve_adjoint(adjoint)
@@ -489,7 +489,7 @@ def integrate_fixed(
     else:
         model = resolve_model(model, grid)
         params = model.checked_params(params)
-        T0 = initial_profile("present" if T0 is None else T0, params, model.grid, "T0")
+        T0 = model.start_state(params, T0, "T0")
     check_count("steps", steps, 1)
     _check_positive("dt", dt)
     if stepper is None:

@@ -100,53 +100,6 @@ def check_model_params(params, model: AbstractModel) -> AbstractParams:
     return model.checked_params(params)
 
 
-def check_state(model: AbstractModel, params, y, name: str) -> PyTree:
-    """`y` as a float state of `model` (its start state where `y` is `None`), once
-    it has the structure and shapes of `model.initial_state` and (where known)
-    finite values."""
-    if y is None:
-        return model.initial_state(params)
-    expected = jax.eval_shape(lambda: model.initial_state(params))
-    if isinstance(y, str):
-        raise ValueError(
-            f"`{name}` must be a state of the model, shaped as "
-            f"{jax.tree.map(lambda s: s.shape, expected)}; the branches by name "
-            f"('present', 'warm', 'cold') are the zonal model's, got {y!r}."
-        )
-    try:
-        got = jax.eval_shape(lambda: jax.tree.map(jnp.asarray, y))
-    except TypeError:
-        got = None
-    if (
-        got is None
-        or jax.tree.structure(got) != jax.tree.structure(expected)
-        or any(
-            a.shape != b.shape
-            for a, b in zip(jax.tree.leaves(got), jax.tree.leaves(expected))
-        )
-    ):
-        described = repr(y) if got is None else jax.tree.map(lambda s: s.shape, got)
-        raise ValueError(
-            f"`{name}` must be a state of the model, shaped as "
-            f"{jax.tree.map(lambda s: s.shape, expected)}, got {described}."
-        )
-    dtypes = [leaf.dtype for leaf in jax.tree.leaves(got)]
-    if any(
-        not jnp.issubdtype(d, jnp.number) or jnp.issubdtype(d, jnp.complexfloating)
-        for d in dtypes
-    ):
-        raise ValueError(f"`{name}` must hold real numbers, got {y!r}.")
-    for path, leaf in jax.tree_util.tree_leaves_with_path(y):
-        value = known_value(leaf)
-        if value is not None and not np.all(np.isfinite(np.asarray(value))):
-            where = jax.tree_util.keystr(path)
-            raise ValueError(
-                f"`{name}` must be finite, got a NaN or infinite value in "
-                f"`{name}{where}`."
-            )
-    return jax.tree.map(lambda x: jnp.asarray(x, dtype=float), y)
-
-
 # The longest default step budget of a run, steps: a run that needs more says so
 # (`RESULTS.max_steps_reached`, which names `max_steps`).
 MAX_DEFAULT_STEPS = 2**24
@@ -277,7 +230,7 @@ def integrate_model(
     # (A traced start is checked where it was given.)
     if scenario is not None and not isinstance(t0, jax.core.Tracer):
         scenario.check_span(float(t0), t0 + years)
-    y0 = check_state(model, params, y0, "T0")
+    y0 = model.start_state(params, y0, "T0")
     check_saved_times(saveat, t0, years)
     if isinstance(solver, str) and solver == "exact":
         saveat = diffrax.SaveAt(t1=True) if saveat is None else saveat

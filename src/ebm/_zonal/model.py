@@ -30,8 +30,10 @@ from typing import ClassVar, Literal
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 from jaxtyping import Array, Float, PyTree
 
+from .._checks import known_value
 from .._constants import SECONDS_PER_YEAR
 from .._custom_types import EdgeValues, Flux, Scalar, Temperature
 from .._model.parameters import AbstractParams, check_params, merge, params_class
@@ -46,6 +48,7 @@ from .base import (
     AbstractTerm,
     AbstractTransport,
 )
+from .fitted import check_terms_use
 from .forcing.uniform import UniformForcing
 from .grid import Grid, geometry
 from .heat_capacity.mixed_layer import MixedLayerHeatCapacity
@@ -134,6 +137,63 @@ def present_day_profile(grid: Grid) -> Temperature:
     """climlab's start `12 - 40 P2(sin lat)`, degC: polar ice, warm tropics."""
     # On the host, from the grid's fixed geometry: no program to compile.
     return jnp.asarray(12.0 - 40.0 * legendre_p2(geometry(grid.n_lat)["sin_lat"]))
+
+
+STARTS = ("present", "warm", "cold")
+
+
+def initial_profile(
+    start, params: Params, grid: Grid, name: str = "start"
+) -> Temperature:
+    """The starting profile for `start`, degC.
+
+    - `"present"`: climlab's `12 - 40 P2(sin lat)`: warm tropics, polar ice.
+    - `"warm"`: ice-free, from `Tf + 20` K at the poles to `Tf + 42.5` K at the
+        equator.
+    - `"cold"`: a snowball, from `Tf - 50` K at the poles to `Tf - 27.5` K at the
+        equator.
+    - an array of shape `(n_lat,)`: used as it is.
+
+    **Raises:**
+
+    - `ValueError`: for an unknown name, or an array of the wrong shape or with
+        non-finite values.
+    """
+    if isinstance(start, str):
+        if start == "present":
+            return present_day_profile(grid)
+        # On the host where `Tf` is known: no program to compile for the start.
+        p2 = legendre_p2(geometry(grid.n_lat)["sin_lat"])
+        Tf = known_value(params.Tf)
+        Tf = params.Tf if Tf is None else np.asarray(Tf)
+        if start == "warm":
+            return jnp.asarray(Tf + 35.0 - 15.0 * p2)
+        if start == "cold":
+            return jnp.asarray(Tf - 35.0 - 15.0 * p2)
+        raise ValueError(
+            f"`{name}` must be one of {STARTS} or an array of shape ({grid.n_lat},), "
+            f"got {start!r}."
+        )
+    return check_profile(name, start, grid)
+
+
+def check_profile(name: str, T, grid: Grid) -> Temperature:
+    """`T` as a float array, checked to have shape `(n_lat,)` and finite values."""
+    try:
+        T = jnp.asarray(T, dtype=float)
+    except (TypeError, ValueError):
+        raise ValueError(
+            f"`{name}` must be one of {STARTS} or an array of shape ({grid.n_lat},) "
+            f"(degC), got {T!r}."
+        ) from None
+    if T.shape != (grid.n_lat,):
+        raise ValueError(
+            f"`{name}` must have shape ({grid.n_lat},) to match `n_lat`, "
+            f"got shape {T.shape}."
+        )
+    if not isinstance(T, jax.core.Tracer) and not np.all(np.isfinite(np.asarray(T))):
+        raise ValueError(f"`{name}` must be finite everywhere, got {T}.")
+    return T
 
 
 class EnergyBalanceModel(AbstractModel):
@@ -238,6 +298,14 @@ class EnergyBalanceModel(AbstractModel):
             "heat_transport": (n_lat + 1,),
         }
 
+    def check_fitted(
+        self, params: AbstractParams, names: tuple[str, ...], through: str, y
+    ) -> None:
+        """Refuse a fitted parameter that none of the terms uses in the solved
+        equation (the energy budget through an equilibrium, the tendency through a
+        run), naming each term and the parameters it uses."""
+        check_terms_use(self, params, names, through, y)
+
     @property
     def switch_widths(self) -> tuple[str, ...]:
         """`("ice_width",)`, the width of the ice-albedo transition (where the
@@ -329,6 +397,15 @@ class EnergyBalanceModel(AbstractModel):
         """climlab's start, `ebm.present_day_profile`."""
         del params
         return present_day_profile(self.grid)
+
+    start_names: ClassVar[tuple[str, ...]] = STARTS
+
+    def start_state(
+        self, params: AbstractParams, y: Temperature | str | None = None, name="start"
+    ) -> Temperature:
+        """`initial_profile(y, params, grid)`: a profile of shape `(n_lat,)` or one
+        of the named starts `"present"` (the default), `"warm"` and `"cold"`."""
+        return initial_profile("present" if y is None else y, params, self.grid, name)
 
     def surface_temperature(self, y: Temperature) -> Temperature:
         return y

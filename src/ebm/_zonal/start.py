@@ -1,76 +1,13 @@
-r"""Where a solve starts: the model from `model=` or `grid=`, and the first profile.
+"""Where a solve starts: the model from `model=` or `grid=`; the named first
+profiles are the model's own (`initial_profile`, in `model.py`)."""
 
-The named starts are profiles of $P_2(\sin\phi)$ about the freezing point, on either
-side of the ice-albedo feedback's bistable range (see `initial_profile`).
-"""
-
-import jax
-import jax.numpy as jnp
-import numpy as np
-
-from .._checks import known_value
-from .._custom_types import Temperature
-from .grid import Grid, geometry
-from .insolation.p2 import legendre_p2
-from .model import EnergyBalanceModel, present_day_profile
-from .params import Params
-
-
-STARTS = ("present", "warm", "cold")
-
-
-def initial_profile(
-    start, params: Params, grid: Grid, name: str = "start"
-) -> Temperature:
-    """The starting profile for `start`, degC.
-
-    - `"present"`: climlab's `12 - 40 P2(sin lat)`: warm tropics, polar ice.
-    - `"warm"`: ice-free, from `Tf + 20` K at the poles to `Tf + 42.5` K at the
-        equator.
-    - `"cold"`: a snowball, from `Tf - 50` K at the poles to `Tf - 27.5` K at the
-        equator.
-    - an array of shape `(n_lat,)`: used as it is.
-
-    **Raises:**
-
-    - `ValueError`: for an unknown name, or an array of the wrong shape or with
-        non-finite values.
-    """
-    if isinstance(start, str):
-        if start == "present":
-            return present_day_profile(grid)
-        # On the host where `Tf` is known: no program to compile for the start.
-        p2 = legendre_p2(geometry(grid.n_lat)["sin_lat"])
-        Tf = known_value(params.Tf)
-        Tf = params.Tf if Tf is None else np.asarray(Tf)
-        if start == "warm":
-            return jnp.asarray(Tf + 35.0 - 15.0 * p2)
-        if start == "cold":
-            return jnp.asarray(Tf - 35.0 - 15.0 * p2)
-        raise ValueError(
-            f"`{name}` must be one of {STARTS} or an array of shape ({grid.n_lat},), "
-            f"got {start!r}."
-        )
-    return check_profile(name, start, grid)
-
-
-def check_profile(name: str, T, grid: Grid) -> Temperature:
-    """`T` as a float array, checked to have shape `(n_lat,)` and finite values."""
-    try:
-        T = jnp.asarray(T, dtype=float)
-    except (TypeError, ValueError):
-        raise ValueError(
-            f"`{name}` must be one of {STARTS} or an array of shape ({grid.n_lat},) "
-            f"(degC), got {T!r}."
-        ) from None
-    if T.shape != (grid.n_lat,):
-        raise ValueError(
-            f"`{name}` must have shape ({grid.n_lat},) to match `n_lat`, "
-            f"got shape {T.shape}."
-        )
-    if not isinstance(T, jax.core.Tracer) and not np.all(np.isfinite(np.asarray(T))):
-        raise ValueError(f"`{name}` must be finite everywhere, got {T}.")
-    return T
+from .grid import Grid
+from .model import (
+    STARTS as STARTS,
+    EnergyBalanceModel,
+    check_profile as check_profile,
+    initial_profile as initial_profile,
+)
 
 
 def resolve_model(model: EnergyBalanceModel | None, grid: Grid | None):
