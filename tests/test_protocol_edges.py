@@ -345,3 +345,46 @@ def test_a_run_of_any_model_shows_its_progress(capsys):
     assert run.result == ebm.RESULTS.successful
     printed = capsys.readouterr().out
     assert "100.00%" in printed
+
+
+class _ArrayBox(_Box):
+    """The box with its state one array, not a dict of named variables."""
+
+    def __call__(self, t, y, p):
+        return (self.forcing(t, p) - p.feedback * y) / p.C
+
+    def initial_state(self, p):
+        return jnp.zeros(())
+
+    def surface_temperature(self, y):
+        return y
+
+    def toa_imbalance(self, t, y, p):
+        return self.forcing(t, p) - p.feedback * y
+
+    def heat_content(self, y, p):
+        return p.C * y
+
+
+def test_the_posterior_starts_its_equilibria_from_the_reference_for_any_state():
+    # The chains' equilibria start from the reference's state, given back in the
+    # model's own structure (a bare array here; `state` of every steady result is
+    # `{name: array}`), for the zonal model as for a user's.
+    params = BoxParams()
+    model = _ArrayBox(ebm.AbruptCO2(2.0))
+    target = params.F2x / 1.5
+    posterior = ebm.posterior(
+        params,
+        {"global_mean": target},
+        priors={"feedback": ebm.Uniform(0.5, 2.0)},
+        noise=0.05,
+        model=model,
+        num_chains=1,
+        num_warmup=20,
+        num_samples=20,
+        max_doublings=3,
+    )
+    assert np.all(np.isfinite(posterior.draws["feedback"]))
+    assert float(np.mean(posterior.draws["feedback"])) == pytest.approx(1.5, abs=0.2)
+    zonal = ebm.equilibrium(ebm.Params(), grid=ebm.Grid(6))
+    assert set(zonal.state) == {"T"} and zonal.state["T"] is zonal.T

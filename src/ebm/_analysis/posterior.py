@@ -45,7 +45,7 @@ from jaxtyping import Array
 
 from .._checks import check_count
 from .._model.declarations import Parameter
-from .._model.protocol import AbstractModel
+from .._model.protocol import AbstractModel, as_model_state
 from .._progress import HostProgress
 from .._results import raise_if_failed
 from .._steady.equilibrium import equilibrium
@@ -489,13 +489,12 @@ def posterior(
             )
         # The branch: the zonal equilibrium's (the surface's, over a deep ocean).
         surface = getattr(reference, "surface", reference)
-        start_T = reference.T if zonal else reference.state
+        start_T = as_model_state(model, params, reference.state)
         regime = (
             jnp.asarray(False) if surface is None else is_snowball(surface.ice_edge)
         )
     else:
         years, times = float(times[-1]) - t0, jnp.asarray(times)
-        start_T = model.start_state(params, start) if zonal else None
         regime = jnp.asarray(False)
     supports = tuple(
         allowed_support(name, priors[name], container.declaration(name))[0]
@@ -518,8 +517,8 @@ def posterior(
         )
     else:
         problem = ForwardProblem(
-            model, through, start=start_T, years=years, times=times, T0=T0,
-            adjoint=adjoint, solver=solver,
+            model, through, years=years, times=times, T0=T0, adjoint=adjoint,
+            solver=solver,
         )  # fmt: skip
     log_posterior = LogPosterior(
         params=params,

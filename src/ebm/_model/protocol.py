@@ -411,6 +411,16 @@ def state_arrays(model: AbstractModel, y: PyTree) -> dict[str, Float[Array, "...
     return {v.name: jnp.asarray(y[v.name]) for v in model.variables}
 
 
+def as_model_state(model, params, arrays: dict):
+    """`{name: array}` (as `state_arrays` gives it, and every result's `state`) in
+    the structure of the model's states: the inverse of `state_arrays`."""
+    like = model.initial_state(params)
+    if isinstance(like, dict):
+        return {name: arrays[name] for name in like}
+    (value,) = arrays.values()
+    return value
+
+
 def state_units(variables: tuple[Variable, ...]) -> str | None:
     """The units that every variable of a state (`model.variables`) shares (those
     of a residual or a step error over the whole state), else `None`."""

@@ -148,6 +148,12 @@ class Equilibrium(eqx.Module):
         """Whether the root-find succeeded."""
         return self.result == RESULTS.successful
 
+    @property
+    def state(self) -> dict[str, Temperature]:
+        """The model's state by variable name, as every steady result gives it
+        (`ebm.SteadyState.state`): `{"T": T}`."""
+        return {"T": self.T}
+
 
 def budget_and_jacobian(
     model: EnergyBalanceModel, params: Params, T: Temperature

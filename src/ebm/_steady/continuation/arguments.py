@@ -15,6 +15,7 @@ from jax.flatten_util import ravel_pytree
 
 from ..._checks import refuse_if
 from ..._model.parameters import params_checked
+from ..._model.protocol import as_model_state
 from ..._zonal.params import Params
 from ..._zonal.start import resolve_model
 from ..equilibrium import equilibrium
@@ -119,15 +120,6 @@ def model_problem(params, parameter, model, t, state) -> ModelProblem:
     return ModelProblem(
         model, params, parameter, origin, jnp.ones_like(origin), t, state
     )
-
-
-def as_model_state(model, params, arrays: dict):
-    """A steady state's `{name: array}` in the structure of the model's states."""
-    like = model.initial_state(params)
-    if isinstance(like, dict):
-        return {name: arrays[name] for name in like}
-    (value,) = arrays.values()
-    return value
 
 
 def check_traced(params: Params, parameter: str, stop, bounds, parameter_scale):
