@@ -349,10 +349,10 @@ class AbstractModel(eqx.Module):
 
     def walked_model(self, params: AbstractParams, parameter: str, t, start):
         """`(params, model, start)` of the zonal model whose branch and folds are
-        this model's steady states under the forcing of time `t` (as
-        `ebm.DeepOceanModel`'s), or `None` (the default): `ebm.continuation` and
-        `ebm.fold` walk the model's own tendency, held at time `t`, with a dense
-        Jacobian (`params` already checked as the model's).
+        this model's steady states under the forcing of time `t` (the zonal model
+        itself; `ebm.DeepOceanModel`'s surface), or `None` (the default):
+        `ebm.continuation` and `ebm.fold` walk the model's own tendency, held at
+        time `t`, with a dense Jacobian (`params` already checked as the model's).
 
         **Raises:**
 

@@ -306,6 +306,12 @@ class EnergyBalanceModel(AbstractModel):
         run), naming each term and the parameters it uses."""
         check_terms_use(self, params, names, through, y)
 
+    def walked_model(self, params: AbstractParams, parameter: str, t, start):
+        """Itself: `ebm.continuation` and `ebm.fold` walk the zonal model on its
+        energy budget, with its tridiagonal Jacobian."""
+        del parameter, t
+        return params, self, start
+
     @property
     def switch_widths(self) -> tuple[str, ...]:
         """`("ice_width",)`, the width of the ice-albedo transition (where the
