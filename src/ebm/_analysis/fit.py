@@ -157,12 +157,7 @@ def fit(
         params, target, names, through, times, T0, model, start, adjoint
     )
     model.check_fitted(
-        params,
-        names,
-        through,
-        model.start_state(params, start)
-        if through == "equilibrium"
-        else model.start_state(params, T0, "T0"),
+        params, names, through, start if through == "equilibrium" else T0
     )
     if optimizer is None:
         optimizer = _DEFAULT_OPTIMIZER

@@ -286,15 +286,16 @@ class AbstractModel(eqx.Module):
     default): all of them."""
 
     def check_fitted(
-        self, params: AbstractParams, names: tuple[str, ...], through: str, y: PyTree
+        self, params: AbstractParams, names: tuple[str, ...], through: str, start
     ) -> None:
         """Refuse, before `ebm.fit` takes a step, fitted parameters (`names`) that
-        the solve through `through` (`"equilibrium"` or `"trajectory"`, from the
-        start state `y`) cannot depend on, naming them. By default nothing: every
+        the solve through `through` (`"equilibrium"` or `"trajectory"`, from
+        `start`: the equilibrium's `start` or the run's `T0`, a state or a name for
+        `start_state`) cannot depend on, naming them. By default nothing: every
         model's fit also refuses, at its first step, a parameter whose gradient is
         zero to rounding; a model that knows which of its parts use which
         parameters (the zonal model's terms) says so before compiling the fit."""
-        del params, names, through, y
+        del params, names, through, start
 
     @property
     def forcing_parameter(self) -> str | None:

@@ -299,12 +299,15 @@ class EnergyBalanceModel(AbstractModel):
         }
 
     def check_fitted(
-        self, params: AbstractParams, names: tuple[str, ...], through: str, y
+        self, params: AbstractParams, names: tuple[str, ...], through: str, start
     ) -> None:
         """Refuse a fitted parameter that none of the terms uses in the solved
         equation (the energy budget through an equilibrium, the tendency through a
-        run), naming each term and the parameters it uses."""
-        check_terms_use(self, params, names, through, y)
+        run, at the profile `start_state(params, start)`), naming each term and
+        the parameters it uses."""
+        name = "start" if through == "equilibrium" else "T0"
+        T = self.start_state(params, start, name)
+        check_terms_use(self, params, names, through, T)
 
     def walked_model(self, params: AbstractParams, parameter: str, t, start):
         """Itself: `ebm.continuation` and `ebm.fold` walk the zonal model on its
