@@ -350,7 +350,7 @@ def test_fit_refuses_water_depth_through_an_equilibrium_only(params):
     with pytest.raises(ValueError, match="`water_depth`.*equilibrium"):
         model.check_fitted(params, ("water_depth",), "equilibrium", "present")
     # A run's tendency does depend on the heat capacity.
-    model.check_fitted(params, ("water_depth",), "trajectory", None)
+    model.check_fitted(params, ("water_depth",), "trajectory", "present")
 
 
 def test_fit_refuses_a_non_finite_target(params):

@@ -156,8 +156,9 @@ def fit(
     loss_fn = _loss_function(
         params, target, names, through, times, T0, model, start, adjoint
     )
+    run_from = "present" if T0 is None else T0
     model.check_fitted(
-        params, names, through, start if through == "equilibrium" else T0
+        params, names, through, start if through == "equilibrium" else run_from
     )
     if optimizer is None:
         optimizer = _DEFAULT_OPTIMIZER

@@ -236,7 +236,7 @@ def integrate(
     model = resolve_model(model, grid)
     params = model.checked_params(params)
     _check_positive("years", years)
-    T0 = model.start_state(params, T0, "T0")
+    T0 = model.start_state(params, "present" if T0 is None else T0, "T0")
     check_saved_times(saveat, 0.0, years)
     name = adjoint_name(adjoint)
     adjoint = resolve_adjoint(adjoint)
@@ -489,7 +489,7 @@ def integrate_fixed(
     else:
         model = resolve_model(model, grid)
         params = model.checked_params(params)
-        T0 = model.start_state(params, T0, "T0")
+        T0 = model.start_state(params, "present" if T0 is None else T0, "T0")
     check_count("steps", steps, 1)
     _check_positive("dt", dt)
     if stepper is None:

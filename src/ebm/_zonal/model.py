@@ -413,8 +413,9 @@ class EnergyBalanceModel(AbstractModel):
         self, params: AbstractParams, y: Temperature | str | None = None, name="start"
     ) -> Temperature:
         """`initial_profile(y, params, grid)`: a profile of shape `(n_lat,)` or one
-        of the named starts `"present"` (the default), `"warm"` and `"cold"`."""
-        return initial_profile("present" if y is None else y, params, self.grid, name)
+        of the named starts `"present"`, `"warm"` and `"cold"` (`None` is refused:
+        the entry points' default is `"present"`)."""
+        return initial_profile(y, params, self.grid, name)
 
     def surface_temperature(self, y: Temperature) -> Temperature:
         return y
