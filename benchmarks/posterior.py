@@ -42,7 +42,7 @@ from _machine import machine
 from jax.scipy.special import gammaincc
 
 import ebm
-from ebm._analysis.forward import with_values
+from ebm._model.parameters import with_values
 
 
 jax.config.update("jax_enable_x64", True)

@@ -10,13 +10,12 @@ import jax
 import jax.numpy as jnp
 from jaxtyping import Array
 
-from .._model.parameters import params_checked
+from .._model.parameters import params_checked, with_values
 from .._model.protocol import AbstractModel
 from .._results import RESULTS
 from .._steady.continuation import Fold, fold
 from .._steady.equilibrium import equilibrium
 from .._zonal.start import model_grid
-from .forward import with_values
 
 
 CO2_DOUBLING = 3.7

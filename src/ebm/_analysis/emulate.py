@@ -28,10 +28,11 @@ import optimistix as optx
 from jaxtyping import Array
 
 from .._layers.metrics import _exact_integrals, ecs_and_result, tcr_and_result
+from .._model.parameters import with_values
 from .._results import RESULTS, raise_if_failed, with_result_names
 from .._scenarios.base import AbruptCO2
 from .._scenarios.cmip6 import check_model_name, cmip6_run, cmip6_tuning
-from .forward import check_names, with_values
+from .forward import check_names
 
 
 class Emulation(eqx.Module):

@@ -26,6 +26,7 @@ import optax
 from jaxtyping import Array
 
 from .._checks import check_count
+from .._model.parameters import with_values
 from .._progress import HostProgress
 from .._zonal.grid import Grid
 from .._zonal.model import EnergyBalanceModel
@@ -39,7 +40,6 @@ from .forward import (
     from_unconstrained,
     run_start,
     to_unconstrained,
-    with_values,
 )
 from .sensitivity import resolve
 

@@ -14,7 +14,6 @@ from collections.abc import Sequence
 import diffrax
 import equinox as eqx
 import jax
-import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, Bool
 
@@ -39,16 +38,6 @@ def to_unconstrained(name: str, value, container: type[Params] = Params):
 def from_unconstrained(name: str, coordinate, container: type[Params] = Params):
     """The inverse of `to_unconstrained`."""
     return container.declaration(name).from_unconstrained(coordinate)
-
-
-def with_values(params: Params, values: dict) -> Params:
-    """`params` with the fields named in `values` replaced."""
-    names = tuple(values)
-    return eqx.tree_at(
-        lambda p: tuple(getattr(p, name) for name in names),
-        params,
-        tuple(jnp.asarray(values[name], float) for name in names),
-    )
 
 
 def check_names(

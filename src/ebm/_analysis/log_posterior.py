@@ -20,13 +20,14 @@ import numpy as np
 from jaxtyping import Array
 
 from .._model.declarations import Parameter
+from .._model.parameters import with_values
 from .._model.protocol import AbstractModel
 from .._numerics.implicit import FailedAs, ImplicitAdjoint
 from .._steady.equilibrium import Equilibrium, default_adjoint
 from .._zonal.model import EnergyBalanceModel
 from .._zonal.params import Params
 from .._zonal.start import model_grid
-from .forward import ForwardProblem, check_through, check_times, with_values
+from .forward import ForwardProblem, check_through, check_times
 from .priors import AbstractPrior
 
 

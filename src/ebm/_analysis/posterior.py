@@ -45,6 +45,7 @@ from jaxtyping import Array
 
 from .._checks import check_count
 from .._model.declarations import Parameter
+from .._model.parameters import with_values
 from .._model.protocol import AbstractModel, as_model_state
 from .._progress import HostProgress
 from .._results import raise_if_failed
@@ -54,7 +55,7 @@ from .._zonal.model import EnergyBalanceModel
 from .._zonal.params import Params
 from .._zonal.start import model_grid
 from .derived import DERIVED_ATTRS, SCENARIO_ATTRS, check_derived, derive
-from .forward import ForwardProblem, check_names, run_start, with_values
+from .forward import ForwardProblem, check_names, run_start
 from .log_posterior import (
     LogPosterior,
     check_noise,

@@ -289,6 +289,16 @@ def params_checked():
         _CHECKED.reset(token)
 
 
+def with_values(params: AbstractParams, values: dict) -> AbstractParams:
+    """`params` with the fields named in `values` replaced."""
+    names = tuple(values)
+    return eqx.tree_at(
+        lambda p: tuple(getattr(p, name) for name in names),
+        params,
+        tuple(jnp.asarray(values[name], float) for name in names),
+    )
+
+
 def check_params(params, name: str = "params"):
     """`params.check()`, once `params` is a parameter container at all.
 

@@ -5,6 +5,8 @@ import equinox as eqx
 import jax
 import jax.numpy as jnp
 
+from .._model.parameters import with_values
+
 
 def _term_outputs(model, T, params, t, through: str):
     """Each term of the model's budget (and heat capacity, for a run) at `T`."""
@@ -27,15 +29,12 @@ def _term_dependence(model, T, params, t, through, names):
     forward-mode derivative that is not exactly zero)."""
 
     def outputs(values):
-        replaced = eqx.tree_at(
-            lambda p: tuple(getattr(p, name) for name in names), params, values
-        )
-        return _term_outputs(model, T, replaced, t, through)
+        return _term_outputs(model, T, with_values(params, values), t, through)
 
-    values = tuple(jnp.asarray(getattr(params, name), float) for name in names)
+    values = {name: getattr(params, name) for name in names}
     jacobian = jax.jacfwd(outputs)(values)
     return {
-        term: {name: jnp.any(by_name[i] != 0) for i, name in enumerate(names)}
+        term: {name: jnp.any(by_name[name] != 0) for name in names}
         for term, by_name in jacobian.items()
     }
 
