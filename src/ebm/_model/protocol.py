@@ -415,7 +415,9 @@ def state_arrays(model: AbstractModel, y: PyTree) -> dict[str, Float[Array, "...
 def as_model_state(model, params, arrays: dict):
     """`{name: array}` (as `state_arrays` gives it, and every result's `state`) in
     the structure of the model's states: the inverse of `state_arrays`."""
-    like = model.initial_state(params)
+    # Its structure only: no start state is computed (the deep ocean's is an
+    # equilibrium solve).
+    like = jax.eval_shape(lambda: model.initial_state(params))
     if isinstance(like, dict):
         return {name: arrays[name] for name in like}
     (value,) = arrays.values()
