@@ -10,7 +10,6 @@ asks it to keep compiled programs on disk (see `ebm.enable_compilation_cache`).
 # The imports follow the float64 switch, which must come first.
 # ruff: noqa: E402
 
-
 import jax
 
 
@@ -90,7 +89,6 @@ from ._edges.plot_projection import (
     plot_projection as plot_projection,
 )
 from ._edges.plot_run import plot_gregory as plot_gregory, plot_run as plot_run
-from ._edges.plot_seaice import plot_sea_ice as plot_sea_ice
 from ._layers.base import AbstractLayerModel as AbstractLayerModel
 from ._layers.metrics import (
     Gregory as Gregory,
@@ -151,6 +149,7 @@ from ._seaice.metrics import (
     summer_ice_edge as summer_ice_edge,
 )
 from ._seaice.model import SeaIceModel as SeaIceModel, SeaIceParams as SeaIceParams
+from ._seaice.plot import plot_sea_ice as plot_sea_ice
 from ._seaice.stepper import SeaIceEuler as SeaIceEuler
 from ._steady.continuation import (
     Branch as Branch,

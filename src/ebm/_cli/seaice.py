@@ -98,12 +98,10 @@ def run(arguments) -> dict:
         gradient = jax.grad(
             lambda p: edge_latitude(summer_ice_edge(cycle_of(p), model))
         )(params)
-        common.add_derivatives(
-            report, "d_summer_ice_edge_d", gradient, "degrees_north"
-        )
+        common.add_derivatives(report, "d_summer_ice_edge_d", gradient, "degrees_north")
 
     def plot(path):
-        from .._edges.plot_seaice import plot_sea_ice
+        from .._seaice.plot import plot_sea_ice
 
         plot_sea_ice(
             cycle,

@@ -5,7 +5,7 @@ against latitude, and the ice edge."""
 import numpy as np
 
 from .._constants import DAYS_PER_YEAR
-from .plot import _axes, _failure, _mark_failure, _save, year_axis_label
+from .._edges.plot import _axes, _failure, _mark_failure, _save, year_axis_label
 
 
 def plot_sea_ice(cycle, model, params, *, ax=None, path=None, title=None):
@@ -36,9 +36,9 @@ def plot_sea_ice(cycle, model, params, *, ax=None, path=None, title=None):
     """
     import jax
 
-    from .._seaice.model import SeaIceModel
-    from .._seaice.surface import MELTING_POINT
     from .._steady.periodic_models import PeriodicState
+    from .model import SeaIceModel
+    from .surface import MELTING_POINT
 
     if not isinstance(model, SeaIceModel):
         raise TypeError(
