@@ -272,9 +272,9 @@ class _Box(ebm.AbstractModel):
 class _AnalyticBox(_Box):
     """The box with its steady state in closed form, `F / feedback`."""
 
-    def steady_state(self, params, t, start, *, max_steps, near_fold, throw):
+    def steady_state(self, params, t, start, **options):
         state = {"T": self.forcing(t, params) / params.feedback}
-        return state, None, ebm.RESULTS.successful, jnp.asarray(0)
+        return ebm.SteadyState.of(self, params, state, t)
 
 
 def test_a_models_own_steady_state_and_names_are_what_the_entry_points_use():
@@ -388,3 +388,44 @@ def test_the_posterior_starts_its_equilibria_from_the_reference_for_any_state():
     assert float(np.mean(posterior.draws["feedback"])) == pytest.approx(1.5, abs=0.2)
     zonal = ebm.equilibrium(ebm.Params(), grid=ebm.Grid(6))
     assert set(zonal.state) == {"T"} and zonal.state["T"] is zonal.T
+
+
+def test_the_root_finder_and_the_adjoint_reach_the_model_that_solves():
+    # One path: ebm.equilibrium hands `solver` and `adjoint` to the model's own
+    # steady state. The deep ocean's surface takes the zonal model's root-finder
+    # (Newton's method from the default's state: fewer iterations than the
+    # default's pseudo-time steps, to the same state); a Newton-solved model takes an adjoint of the user's, whose
+    # gradient matches central differences.
+    import lineax as lx
+    import optimistix as optx
+
+    surface = ebm.EnergyBalanceModel(grid=ebm.Grid(6))
+    deep = ebm.DeepOceanModel(surface=surface, forcing=ebm.AbruptCO2(2.0))
+    params = deep.Params()
+    default = ebm.equilibrium(params, model=deep)
+    newton = ebm.equilibrium(
+        params,
+        model=deep,
+        start=default.state,
+        solver=optx.Newton(rtol=1e-10, atol=1e-10),
+    )
+    np.testing.assert_allclose(newton.T, default.T, atol=1e-8)
+    assert int(newton.num_steps) < int(default.num_steps)
+    assert deep.steady_adjoint() == surface.steady_adjoint()
+
+    box = _Box(ebm.AbruptCO2(4.0))
+    adjoint = optx.ImplicitAdjoint(linear_solver=lx.LU())
+
+    def mean(p):
+        return ebm.equilibrium(p, model=box, adjoint=adjoint).global_mean
+
+    box_params = BoxParams()
+    gradient = jax.grad(mean)(box_params)
+    h = 1e-6
+    up, down = (
+        float(
+            mean(eqx.tree_at(lambda p: p.feedback, box_params, box_params.feedback + s))
+        )
+        for s in (h, -h)
+    )
+    assert float(gradient.feedback) == pytest.approx((up - down) / (2 * h), rel=1e-7)

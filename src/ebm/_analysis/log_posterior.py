@@ -23,8 +23,7 @@ from .._model.declarations import Parameter
 from .._model.parameters import with_values
 from .._model.protocol import AbstractModel
 from .._numerics.implicit import FailedAs, ImplicitAdjoint
-from .._steady.equilibrium import Equilibrium, default_adjoint
-from .._zonal.model import EnergyBalanceModel
+from .._zonal.equilibrium import Equilibrium
 from .._zonal.params import Params
 from .._zonal.start import model_grid
 from .forward import ForwardProblem, check_through, check_times
@@ -66,8 +65,9 @@ def is_snowball(ice_edge):
     return ice_edge <= 0.0
 
 
-def finite_adjoint(model: EnergyBalanceModel) -> ImplicitAdjoint:
-    """`equilibrium`'s default adjoint for `model`, a failed solve giving zeros.
+def finite_adjoint(model: AbstractModel) -> ImplicitAdjoint:
+    """`equilibrium`'s default adjoint for `model` (`model.steady_adjoint()`'s
+    linear solve), a failed solve giving zeros.
 
     For the implicit gradient of the posterior's equilibria: next to a fold the
     Jacobian is singular to working precision, and the default adjoint's NaN would
@@ -76,7 +76,7 @@ def finite_adjoint(model: EnergyBalanceModel) -> ImplicitAdjoint:
     reversible and volume-preserving for any deterministic vector field in place
     of the gradient, and the acceptance test uses the density itself, so a wrong
     gradient costs acceptance, not correctness."""
-    solver = default_adjoint(model).linear_solver
+    solver = model.steady_adjoint().linear_solver
     return ImplicitAdjoint(linear_solver=FailedAs(solver, 0.0))
 
 

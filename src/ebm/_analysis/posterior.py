@@ -51,7 +51,6 @@ from .._progress import HostProgress
 from .._results import raise_if_failed
 from .._steady.equilibrium import equilibrium
 from .._zonal.grid import Grid
-from .._zonal.model import EnergyBalanceModel
 from .._zonal.params import Params
 from .._zonal.start import model_grid
 from .derived import DERIVED_ATTRS, SCENARIO_ATTRS, check_derived, derive
@@ -463,7 +462,6 @@ def posterior(
         raise ValueError(
             f"`target_acceptance` must be in (0, 1), got {target_acceptance!r}."
         )
-    zonal = isinstance(model, EnergyBalanceModel)
     t0 = run_start(model)
     observed = check_observed(
         observed, through, times, model.observable_shapes(params, t0), t0
@@ -514,7 +512,7 @@ def posterior(
             model,
             through,
             start=start_T,
-            equilibrium_adjoint=finite_adjoint(model) if zonal else None,
+            equilibrium_adjoint=finite_adjoint(model),
         )
     else:
         problem = ForwardProblem(

@@ -20,7 +20,7 @@ from .._checks import check_threshold
 from .._model.parameters import with_values
 from .._model.protocol import AbstractModel
 from .._results import raise_if_failed
-from .._steady.equilibrium import NearFoldWarning, _near_fold_message
+from .._zonal.equilibrium import NearFoldWarning, _near_fold_message
 from .._zonal.grid import Grid
 from .._zonal.params import Params
 from .._zonal.start import model_latitudes, resolve_any_model

@@ -34,6 +34,7 @@ from .._scenarios.base import (
     with_scenario_parameters,
 )
 from .._steady.equilibrium import equilibrium
+from .._steady.steady_state import SteadyState
 from .._stepping.options import time_scales
 from .._zonal.model import EnergyBalanceModel
 from .._zonal.start import initial_profile
@@ -183,23 +184,47 @@ class DeepOceanModel(AbstractModel):
         return eqx.tree_at(lambda p: p.forcing, surface_params, added)
 
     def steady_state(
-        self, params: AbstractParams, t, start, *, max_steps: int, near_fold, throw
+        self,
+        params: AbstractParams,
+        t,
+        start,
+        *,
+        solver,
+        adjoint,
+        max_steps: int,
+        near_fold,
+        throw: bool,
     ):
         """The surface's equilibrium (`ebm.equilibrium` of `self.surface`, its
-        branches by name, from `start` or its `"T"`) under `surface_equivalent`,
-        with the deep ocean at it."""
+        branches by name, from `start` or its `"T"`, by `solver` and `adjoint`)
+        under `surface_equivalent`, with the deep ocean at it: an
+        `ebm.SteadyState` whose `surface` is that equilibrium."""
         if isinstance(start, dict):
             start = start["T"]
         surface = equilibrium(
             self.surface_equivalent(params, t),
             model=self.surface,
             start="present" if start is None else start,
+            solver=solver,
+            adjoint=adjoint,
             max_steps=max_steps,
             near_fold=near_fold,
             throw=throw,
         )
         state = {"T": surface.T, "T_deep": surface.T}
-        return state, surface, surface.result, surface.num_steps
+        return SteadyState.of(
+            self,
+            params,
+            state,
+            t,
+            surface=surface,
+            result=surface.result,
+            num_steps=surface.num_steps,
+        )
+
+    def steady_adjoint(self):
+        """The surface model's (`self.surface.steady_adjoint()`)."""
+        return self.surface.steady_adjoint()
 
     def walked_model(self, params: AbstractParams, parameter: str, t, start):
         """The surface model under `surface_equivalent`: the branch and folds of

@@ -34,6 +34,7 @@ import jax
 import jax.numpy as jnp
 import lineax as lx
 import numpy as np
+import optimistix as optx
 from jaxtyping import Array, Float, PyTree
 
 from .._checks import known_value
@@ -337,16 +338,36 @@ class AbstractModel(eqx.Module):
     model's branches (`"warm"`, `"cold"`) too."""
 
     def steady_state(
-        self, params: AbstractParams, t, start, *, max_steps: int, near_fold, throw
+        self,
+        params: AbstractParams,
+        t,
+        start,
+        *,
+        solver,
+        adjoint,
+        max_steps: int,
+        near_fold,
+        throw: bool,
     ):
-        """The model's steady state under the forcing of time `t`, for a model that
-        finds it otherwise than by Newton's method on its whole state (as
-        `ebm.DeepOceanModel`, from its surface's equilibrium):
-        `(state, surface, result, num_steps)`, `surface` the `ebm.Equilibrium` it
-        came from. `None` (the default): `ebm.equilibrium` runs Newton's method on
-        the tendency from `start` (a state of the model)."""
-        del params, t, start, max_steps, near_fold, throw
+        """The model's steady state under the forcing of time `t` (`params`
+        checked, `start` as given to `ebm.equilibrium`), for a model that finds it
+        otherwise than by Newton's method on its whole state: the result
+        `ebm.equilibrium` returns (the zonal model's `ebm.Equilibrium`, found by
+        `solver` and differentiated by `adjoint`; an `ebm.SteadyState`, as
+        `ebm.SteadyState.of` builds it, for `ebm.DeepOceanModel` from its
+        surface's). `throw` and `near_fold` are the caller's: raise on failure,
+        warn near a fold. `None` (the default): `ebm.equilibrium` runs Newton's
+        method on the tendency from `start` (a state of the model), differentiated
+        by `adjoint` (`ebm.equilibrium`'s default: `steady_adjoint()`)."""
+        del params, t, start, solver, adjoint, max_steps, near_fold, throw
         return None
+
+    def steady_adjoint(self) -> optx.AbstractAdjoint:
+        """The implicit adjoint of the model's steady state unless told
+        (`optimistix.ImplicitAdjoint()`: a dense solve on the model's small
+        Jacobian; the zonal model's is a tridiagonal or preconditioned GMRES
+        solve)."""
+        return optx.ImplicitAdjoint()
 
     def walked_model(self, params: AbstractParams, parameter: str, t, start):
         """`(params, model, start)` of the zonal model whose branch and folds are

@@ -344,9 +344,9 @@ class SeaIceModel(AbstractModel):
                 "without a seasonal cycle."
             )
 
-    def steady_state(self, params, t, start, *, max_steps: int, near_fold, throw):
+    def steady_state(self, params, t, start, **options):
         """`None` (Newton's method on the tendency) once `check_steady` holds."""
-        del t, start, max_steps, near_fold, throw
+        del t, start, options
         self.check_steady(params)
         return None
 

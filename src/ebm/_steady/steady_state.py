@@ -1,5 +1,6 @@
 r"""`ebm.equilibrium` for a model of the protocol other than the zonal one: the
-steady state of its tendency under the forcing of one time, held constant.
+steady state of its tendency under the forcing of one time, held constant, and
+`ebm.SteadyState`, the result a model's own `steady_state` returns.
 
 For a state $y$ and the model's tendency $f(t, y; \theta)$ (per year), the steady
 state under the forcing of time $t$ is the root $f(t, y^*; \theta) = 0$:
@@ -7,7 +8,8 @@ state under the forcing of time $t$ is the root $f(t, y^*; \theta) = 0$:
 - the ocean-layer models (`ebm.TwoLayerModel`, `ebm.NLayerModel`, and any model of
     the protocol) are solved by Newton's method on the tendency from the start state,
     with the Jacobian as the model gives it (`model.jacobian`, a small dense
-    operator), and differentiated implicitly:
+    operator), and differentiated implicitly (by `ebm.equilibrium`'s `adjoint`,
+    default `model.steady_adjoint()`):
     $\partial y^*/\partial\theta = -J^{-1}\,\partial f/\partial\theta$. For the
     layer models the tendency is linear and every layer ends at $F(t)/\lambda$;
 - the zonal model over a deep ocean (`ebm.DeepOceanModel`) has the deep ocean at the
@@ -36,7 +38,6 @@ from .._results import (
     with_result_names,
 )
 from .._scenarios.base import AbstractScenario
-from .._stepping.run import check_model_params
 
 
 class SteadyState(eqx.Module):
@@ -77,11 +78,53 @@ class SteadyState(eqx.Module):
         """Whether the root-find succeeded."""
         return self.result == RESULTS.successful
 
+    @classmethod
+    def of(
+        cls,
+        model: AbstractModel,
+        params,
+        state: PyTree,
+        t,
+        *,
+        surface: eqx.Module | None = None,
+        result: RESULTS = RESULTS.successful,
+        num_steps=0,
+    ) -> "SteadyState":
+        """The steady state `state` of `model` under the forcing of time `t`, with
+        its temperatures and residual (for a model's own `steady_state`: a closed
+        form, or another model's equilibrium as `surface`)."""
+        tendency = model(t, state, params)
+        residual = jnp.max(
+            jnp.stack([jnp.max(jnp.abs(x)) for x in jax.tree.leaves(tendency)])
+        )
+        return cls(
+            state=state_arrays(model, state),
+            T=model.temperature(t, state, params),
+            global_mean=model.mean_temperature(t, state, params),
+            t=jnp.asarray(t, dtype=float),
+            residual=jax.lax.stop_gradient(residual),
+            surface=surface,
+            variables=model.variables,
+            result=result,
+            num_steps=jnp.asarray(num_steps),
+        )
 
-def _forcing_time(model: AbstractModel, t):
-    """`t`, or the start of the model's forcing scenario (0 without one), once the
-    scenario covers it (where both are known: a traced `t` or series is checked
-    where it was given)."""
+
+def held_time(model: AbstractModel, t):
+    """The time whose forcing a steady state holds: `t`, or the start of the
+    model's forcing scenario (0 without one), once the scenario covers it (where
+    both are known: a traced `t` or series is checked where it was given); `None`
+    for a model forced by a parameter (`forcing_parameter`, the zonal model's
+    `forcing`), which refuses `t`."""
+    if model.forcing_parameter is not None:
+        if t is not None:
+            raise ValueError(
+                "`t` is for a model under a forcing scenario (the time whose "
+                "forcing is held); "
+                f"{type(model).__name__}'s forcing is its parameter "
+                f"`{model.forcing_parameter}`, and it takes no `t` (got t={t!r})."
+            )
+        return None
     scenario = getattr(model, "forcing", None)
     if t is None:
         return 0.0 if scenario is None else scenario.start
@@ -100,31 +143,40 @@ def _forcing_time(model: AbstractModel, t):
     return value
 
 
-def model_equilibrium(
-    params,
+def newton_steady_state(
     model: AbstractModel,
+    params,
+    t,
+    start,
     *,
-    start=None,
-    t=None,
+    solver_given: bool,
+    adjoint,
     max_steps: int,
-    near_fold,
     throw: bool,
 ) -> SteadyState:
-    """`ebm.equilibrium` for `model` (see the module docstring and
-    `ebm.equilibrium`)."""
-    params = check_model_params(params, model)
-    t = _forcing_time(model, t)
-    own = model.steady_state(
-        params, t, start, max_steps=max_steps, near_fold=near_fold, throw=throw
-    )
-    if own is not None:
-        state, surface, result, num_steps = own
-        return _steady_state(model, params, state, t, surface, result, num_steps)
+    """The steady state of `model` by Newton's method on its tendency at time `t`
+    from `start` (a state of the model, or one of its `start_names`),
+    differentiated by `adjoint` (`params` checked): what `ebm.equilibrium` does
+    for a model whose `steady_state` is `None`."""
+    if solver_given:
+        raise ValueError(
+            "`solver` is the zonal model's option: the steady state of "
+            f"{type(model).__name__} is found by Newton's method and differentiated "
+            "implicitly (by `adjoint`)."
+        )
+    if isinstance(start, str) and start not in model.start_names:
+        raise ValueError(
+            f"`start` for {type(model).__name__} is a state of the model (default "
+            f"its initial state) or one of {model.start_names}; the other branches "
+            f"by name are the zonal model's, got {start!r}."
+        )
     y0 = model.start_state(params, start, "start")
-    state, result, num_steps = _root(model, params, y0, jnp.asarray(t), max_steps)
+    state, result, num_steps = _root(
+        model, params, y0, jnp.asarray(t), adjoint, max_steps
+    )
     if not throw:
         state = nan_unless_successful(result, state, params)
-    steady = _steady_state(model, params, state, t, None, result, num_steps)
+    steady = SteadyState.of(model, params, state, t, result=result, num_steps=num_steps)
     return raise_if_failed(steady, result) if throw else steady
 
 
@@ -136,36 +188,18 @@ NEWTON = optx.Newton(rtol=1e-10, atol=1e-10)
 
 
 @eqx.filter_jit
-def _root(model, params, y0, t, max_steps):
+def _root(model, params, y0, t, adjoint, max_steps):
     solution = optx.root_find(
         lambda y, params: model(t, y, params),
         NEWTON,
         y0,
         params,
         max_steps=max_steps,
-        adjoint=optx.ImplicitAdjoint(),
+        adjoint=adjoint,
         throw=False,
     )
     return (
         solution.value,
         RESULTS.promote(solution.result),
         solution.stats["num_steps"],
-    )
-
-
-def _steady_state(model, params, state: PyTree, t, surface, result, num_steps):
-    tendency = model(t, state, params)
-    residual = jnp.max(
-        jnp.stack([jnp.max(jnp.abs(x)) for x in jax.tree.leaves(tendency)])
-    )
-    return SteadyState(
-        state=state_arrays(model, state),
-        T=model.temperature(t, state, params),
-        global_mean=model.mean_temperature(t, state, params),
-        t=jnp.asarray(t, dtype=float),
-        residual=jax.lax.stop_gradient(residual),
-        surface=surface,
-        variables=model.variables,
-        result=result,
-        num_steps=num_steps,
     )

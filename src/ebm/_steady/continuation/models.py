@@ -28,7 +28,7 @@ def on_the_surface(params, parameter: str, model, grid, start, t):
     """
     from ..._stepping.run import check_model_params
     from ..._zonal.start import resolve_any_model
-    from ..steady_state import _forcing_time
+    from ..steady_state import held_time
 
     if model is not None and not isinstance(model, AbstractModel):
         raise TypeError(
@@ -37,14 +37,7 @@ def on_the_surface(params, parameter: str, model, grid, start, t):
         )
     model = resolve_any_model(model, grid)
     params = check_model_params(params, model)
-    if model.forcing_parameter is None:
-        t = _forcing_time(model, t)
-    elif t is not None:
-        raise ValueError(
-            "`t` is for a model under a forcing scenario; "
-            f"{type(model).__name__}'s forcing is its parameter "
-            f"`{model.forcing_parameter}`, got t={t!r}."
-        )
+    t = held_time(model, t)
     walked = model.walked_model(params, parameter, t, start)
     if walked is None:
         return params, model, start, t

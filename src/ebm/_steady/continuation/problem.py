@@ -29,9 +29,9 @@ from jaxtyping import Array, Float, PyTree
 from ..._custom_types import Scalar
 from ..._model.parameters import AbstractParams
 from ..._model.protocol import AbstractModel
+from ..._zonal.equilibrium import budget_and_jacobian
 from ..._zonal.model import EnergyBalanceModel
 from ..._zonal.params import Params
-from ..equilibrium import budget_and_jacobian
 
 
 def with_parameter(params: Params, parameter: str, value) -> Params:
