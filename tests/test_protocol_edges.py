@@ -394,8 +394,8 @@ def test_the_root_finder_and_the_adjoint_reach_the_model_that_solves():
     # One path: ebm.equilibrium hands `solver` and `adjoint` to the model's own
     # steady state. The deep ocean's surface takes the zonal model's root-finder
     # (Newton's method from the default's state: fewer iterations than the
-    # default's pseudo-time steps, to the same state); a Newton-solved model takes an adjoint of the user's, whose
-    # gradient matches central differences.
+    # default's pseudo-time steps, to the same state); a Newton-solved model
+    # takes an adjoint of the user's, whose gradient matches central differences.
     import lineax as lx
     import optimistix as optx
 
