@@ -429,3 +429,15 @@ def test_the_root_finder_and_the_adjoint_reach_the_model_that_solves():
         for s in (h, -h)
     )
     assert float(gradient.feedback) == pytest.approx((up - down) / (2 * h), rel=1e-7)
+
+
+def test_an_entry_point_for_any_model_says_so_when_given_something_else():
+    # ebm.equilibrium and ebm.sensitivity take every model of the protocol: their
+    # error for a `model` of another kind says so, not that only the zonal model
+    # is taken (the message of the zonal model's own entry points).
+    for call in (
+        lambda: ebm.equilibrium(ebm.Params(), model="default"),
+        lambda: ebm.sensitivity(ebm.Params(), model="default"),
+    ):
+        with pytest.raises(TypeError, match="or any other model of the protocol"):
+            call()

@@ -38,9 +38,23 @@ def resolve_model(model: EnergyBalanceModel | None, grid: Grid | None):
 
 def resolve_any_model(model, grid: Grid | None):
     """The model to use: any model of the protocol (`grid` is then refused: it
-    carries its own), or the zonal one from `model=` or `grid=`."""
+    carries its own), or the zonal one from `model=` or `grid=`.
+
+    **Raises:**
+
+    - `TypeError`: for a `model` that is not an ebm model, or a `grid` that is
+        not an `ebm.Grid`.
+    - `ValueError`: for a `grid` beside a model that carries its own.
+    """
     from .._model.protocol import AbstractModel
 
+    if model is not None and not isinstance(model, AbstractModel):
+        raise TypeError(
+            "`model` must be an ebm model: this entry point takes the zonal model "
+            "(an ebm.EnergyBalanceModel, or `grid=` for the default one) or any "
+            "other model of the protocol (an ebm.AbstractModel, such as "
+            f"ebm.TwoLayerModel()), got {type(model).__name__}."
+        )
     if isinstance(model, AbstractModel) and not isinstance(model, EnergyBalanceModel):
         if grid is not None:
             raise ValueError(

@@ -9,8 +9,6 @@ parameter value, no fold). Every other model (`None`, the default) is walked on 
 own tendency, held at time `t` (`problem.ModelProblem`).
 """
 
-from ..._model.protocol import AbstractModel
-
 
 def on_the_surface(params, parameter: str, model, grid, start, t):
     """`(params, model, start, t)` for the walk: for a model walked as a zonal
@@ -24,17 +22,13 @@ def on_the_surface(params, parameter: str, model, grid, start, t):
         `forcing`), `grid` with a model that carries its own, a parameter that
         does not move a deep-ocean model's steady state, or a model with no folds
         to walk (the global layer models).
-    - `TypeError`: for parameters that are not the model's.
+    - `TypeError`: for a `model` that is not an ebm model, or parameters that are
+        not the model's.
     """
     from ..._stepping.run import check_model_params
     from ..._zonal.start import resolve_any_model
     from ..steady_state import held_time
 
-    if model is not None and not isinstance(model, AbstractModel):
-        raise TypeError(
-            "`model` must be an ebm model (an ebm.AbstractModel), got "
-            f"{type(model).__name__}."
-        )
     model = resolve_any_model(model, grid)
     params = check_model_params(params, model)
     t = held_time(model, t)
