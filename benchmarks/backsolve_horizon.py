@@ -32,7 +32,8 @@ import jax
 import jax.numpy as jnp
 
 import ebm
-from ebm._stepping.options import default_solver, resolve_adjoint, time_scales
+from ebm._stepping.options import resolve_adjoint
+from ebm._zonal.run import default_solver, time_scales
 
 
 RESULTS = pathlib.Path(__file__).parent / "results"

@@ -29,7 +29,8 @@ import jax
 from _machine import machine
 
 import ebm
-from ebm._stepping.options import _default_max_steps, _with_checkpoints
+from ebm._stepping.options import _with_checkpoints
+from ebm._zonal.run import _default_max_steps, start_time_scales
 from ebm._zonal.start import resolve_model
 
 
@@ -50,7 +51,9 @@ def run_time(program, params) -> float:
 
 def measure(years: float, adjoint: str | None, timed: bool) -> dict:
     params = ebm.Params()
-    max_steps = _default_max_steps(params, years, resolve_model(None, None))
+    model = resolve_model(None, None)
+    scales = start_time_scales(params, model, model.start_state(params, "present"))
+    max_steps = _default_max_steps(years, scales.relaxation)
 
     def global_mean(p):
         run = ebm.integrate(

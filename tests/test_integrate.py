@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 import ebm
-from ebm._stepping.options import BACKSOLVE_HORIZON, needed_steps, time_scales
+from ebm._zonal.run import BACKSOLVE_HORIZON, needed_steps, time_scales
 from helpers import assert_compiles_once, assert_gradient_matches_fd, tree_allclose
 
 

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 import ebm
-from ebm._stepping.options import BACKSOLVE_HORIZON, time_scales
+from ebm._zonal.run import BACKSOLVE_HORIZON, time_scales
 from helpers import assert_gradient_matches_fd
 
 

@@ -184,7 +184,6 @@ from ._stepping.checkpoints import (
     StepCheckpoint as StepCheckpoint,
 )
 from ._stepping.integrate import (
-    Trajectory as Trajectory,
     integrate as integrate,
     integrate_fixed as integrate_fixed,
 )
@@ -243,6 +242,7 @@ from ._zonal.model import (
     present_day_profile as present_day_profile,
 )
 from ._zonal.params import Params as Params
+from ._zonal.run import Trajectory as Trajectory
 from ._zonal.transport.diffusive import DiffusiveTransport as DiffusiveTransport
 from ._zonal.transport.latitude_dependent import (
     LatitudeDiffusiveTransport as LatitudeDiffusiveTransport,

@@ -35,8 +35,8 @@ from .._scenarios.base import (
 )
 from .._steady.equilibrium import equilibrium
 from .._steady.steady_state import SteadyState
-from .._stepping.options import time_scales
 from .._zonal.model import EnergyBalanceModel
+from .._zonal.run import time_scales
 from .._zonal.start import initial_profile
 
 

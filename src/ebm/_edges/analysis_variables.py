@@ -102,8 +102,8 @@ def ensemble_variables(ensemble, container: type[Params]) -> dict:
     from .._steady.equilibrium import Equilibrium
     from .._steady.seasonal import SeasonalCycle
     from .._steady.steady_state import SteadyState
-    from .._stepping.integrate import Trajectory
     from .._stepping.run import Run
+    from .._zonal.run import Trajectory
 
     kinds = (
         (Equilibrium, equilibrium_variables),

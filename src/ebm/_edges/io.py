@@ -90,8 +90,8 @@ def to_dataset(result, params: Params | None = None, *, model=None):
     from .._steady.periodic_models import PeriodicState
     from .._steady.seasonal import SeasonalCycle
     from .._steady.steady_state import SteadyState
-    from .._stepping.integrate import Trajectory
     from .._stepping.run import Run
+    from .._zonal.run import Trajectory
 
     if isinstance(result, Posterior):
         if params is not None or model is not None:
@@ -218,7 +218,7 @@ def check_params_fit(result, params, model) -> None:
     attributes, they would describe another model."""
     from .._steady.equilibrium import Equilibrium
     from .._steady.seasonal import SeasonalCycle
-    from .._stepping.integrate import Trajectory
+    from .._zonal.run import Trajectory
 
     if params is None:
         return

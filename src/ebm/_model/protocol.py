@@ -399,6 +399,49 @@ class AbstractModel(eqx.Module):
 
         return diffrax.Tsit5()
 
+    def run_terms(self, solver):
+        """The model as diffrax terms for `solver` (a `diffrax.AbstractSolver`):
+        `diffrax.ODETerm(self)`; a model split for diffrax's implicit-explicit
+        solvers returns the pair `MultiTerm(explicit, implicit)` for them (the
+        zonal model's local terms and transport)."""
+        import diffrax
+
+        del solver
+        return diffrax.ODETerm(self)
+
+    def run_options(
+        self,
+        params: AbstractParams,
+        y0: PyTree,
+        years,
+        *,
+        t0,
+        solver,
+        stepsize_controller,
+        max_steps,
+        adjoint,
+    ) -> "RunOptions | None":
+        """The model's own choices for a run of `ebm.integrate` of `years` from
+        `y0` (`params` and `y0` checked; `t0`, `solver`, `stepsize_controller` and
+        `max_steps` as the user gave them, `None` where not; `adjoint` a diffrax
+        adjoint), as `RunOptions`: the zonal model's solvers by name, controller
+        capped at a tenth of its relaxation time, step budget and backsolve
+        horizon. `None` (the default): the protocol's, from the model's
+        `default_solver()` (`Kvaerno5` for a run stiff by `time_scales`), PID
+        control at `rtol = atol = 1e-9` stepping onto its forcing's kinks, a budget
+        from `time_scales`, backsolve's horizon from Gershgorin's bound on the
+        Jacobian, and a start at `t0` (default: the start of its forcing)."""
+        del params, y0, years, t0, solver, stepsize_controller, max_steps, adjoint
+        return None
+
+    def run_result(self, params: AbstractParams, end, saved, result, num_steps, throw):
+        """The model's own result of a run (the zonal model's `ebm.Trajectory`),
+        from `end = (t1, y1)`, `saved = (ts, ys)` (`(None, None)` where nothing
+        was saved), the run's `result` code and `num_steps`; with `throw=False`,
+        NaN unless the run succeeded. `None` (the default): `ebm.Run`."""
+        del params, end, saved, result, num_steps, throw
+        return None
+
     def default_stepper(self):
         """The fixed-step stepper (`ebm.AbstractStepper`) of `ebm.integrate_fixed`
         and the seasonal entry points unless told, or `None` for theirs
@@ -422,6 +465,18 @@ class AbstractModel(eqx.Module):
         # On the host: XLA has no nonsymmetric eigensolver off the CPU.
         rates = np.abs(np.linalg.eigvals(np.asarray(matrix)).real)
         return 1.0 / np.max(rates), 1.0 / np.min(rates)
+
+
+class RunOptions(eqx.Module):
+    """A model's choices for a run (see `AbstractModel.run_options`): the diffrax
+    `solver`, `stepsize_controller` and step budget `max_steps`, the start time
+    `t0` (years on the model's clock) and the start state `y0`."""
+
+    solver: PyTree
+    stepsize_controller: PyTree
+    max_steps: int = eqx.field(static=True)
+    t0: Scalar
+    y0: PyTree
 
 
 def state_arrays(model: AbstractModel, y: PyTree) -> dict[str, Float[Array, "..."]]:

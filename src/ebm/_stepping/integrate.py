@@ -1,23 +1,9 @@
-r"""Time integration of the energy-balance model with diffrax, under a chosen adjoint.
-
-The model is stiff: the fastest diffusive mode on a grid of spacing $\Delta\phi$
-decays at a rate near $4D / (C\,\Delta\phi^2)$ (about one day at 60 cells, three
-minutes at 1000), while the climate adjusts over years. An explicit solver's step
-is bound by the fast rate and shrinks with the square of the cell size; an L-stable
-implicit solver's step is bound only by accuracy. So the default is diffrax's
-`Kvaerno5` (a 5th-order L-stable ESDIRK) with a PID step-size controller
-(`rtol = atol = 1e-8`), its stage equations solved by a chord iteration whose linear
-solves use the Jacobian's tridiagonal part, probed matrix-free
-(`ebm.ProbedTridiagonal`): O(n_lat) work and memory per step on the forward pass.
-(Reverse-mode gradients through the stages use diffrax's own implicit adjoint,
-which forms the stage Jacobian densely: fine up to a few thousand cells.)
-
-Other solvers by name (`solver=`): `"kencarp5"`, diffrax's implicit-explicit
-`KenCarp5`, which solves only the transport implicitly (the same tridiagonal
-solves) and the radiation explicitly: its steps are then bound by the explicit
-stability of the ice-albedo feedback near the ice edge (thousands of steps a year,
-where Kvaerno5 takes a few hundred; `benchmarks/high_resolution.py`); and
-`"tsit5"`, explicit, the cheapest at 60 cells but bound by the diffusive limit.
+r"""`ebm.integrate` and `ebm.integrate_fixed`: one path for every model of the
+protocol, diffrax's `diffeqsolve` on the model's terms (`model.run_terms`) under
+the options the model chooses where the user did not (`model.run_options`:
+solver, step-size controller, step budget; see `ebm._zonal.run` for the zonal
+model's stiff defaults), returning the model's result (`model.run_result`: the
+zonal model's `ebm.Trajectory`, else `ebm.Run`).
 
 How gradients are computed is the `adjoint` (diffrax's term):
 
@@ -46,43 +32,36 @@ import diffrax
 import equinox as eqx
 import jax
 import jax.numpy as jnp
-from jaxtyping import Array, Float, Int
 
 from .._checks import check_count, refuse_if
-from .._custom_types import Scalar, Temperature
+from .._model.parameters import AbstractParams
+from .._model.protocol import AbstractModel
 from .._progress import progress_meter
-from .._results import (
-    RESULTS,
-    nan_unless_successful,
-    raise_if_failed,
-    with_result_names,
-)
+from .._results import raise_if_failed
 from .._zonal.grid import Grid
-from .._zonal.model import EnergyBalanceModel
-from .._zonal.params import Params
-from .._zonal.start import resolve_model
+from .._zonal.run import Trajectory
+from .._zonal.start import resolve_any_model, resolve_model
 from .checkpoints import resolve_checkpoint, spellings
 from .fixed_model import _is_other_model, check_flat_stepper, flat_problem
 from .options import (
-    BACKSOLVE_HORIZON,
-    SHORTEST_RUN,
-    TRACED_MAX_STEPS,
     _check_positive,
-    _default_max_steps,
     _with_checkpoints,
     adjoint_name,
     check_saved_times,
-    default_controller,
     differentiation_hint,
-    model_terms,
     refuse_reverse_mode,
     resolve_adjoint,
-    resolve_solver,
-    run_arguments_result,
     solve_naming_the_mode,
-    start_time_scales,
 )
-from .run import integrate_model, run_result
+from .run import (
+    Run,
+    _integrate,
+    check_model_params,
+    exact_run,
+    protocol_run_options,
+    run_result,
+    run_start_time,
+)
 from .steppers import resolve_stepper
 from .steppers.checks import (
     accumulate_error,
@@ -94,43 +73,12 @@ from .steppers.checks import (
 )
 
 
-class Trajectory(eqx.Module):
-    """The result of `ebm.integrate`.
-
-    **Attributes:**
-
-    - `T`: final temperature on cell centres, degC.
-    - `lat`: cell centres, degrees north.
-    - `global_mean`: final area-weighted mean temperature, degC.
-    - `ice_edge`, `ice_edge_south`: final ice edge of each hemisphere, degrees
-        north.
-    - `ts`: saved times, years (`None` unless `saveat` asks for them).
-    - `Ts`: saved profiles, shape `(time, lat)` (`None` unless asked for).
-    - `result`: an `ebm.RESULTS` (diffrax's codes, and `nonfinite_state` for a
-        fixed-step run that blew up); `RESULTS.successful` when it finished.
-    - `num_steps`: accepted plus rejected steps taken.
-    """
-
-    T: Temperature
-    lat: Float[Array, " lat"]
-    global_mean: Scalar
-    ice_edge: Scalar
-    ice_edge_south: Scalar
-    ts: Float[Array, " time"] | None
-    Ts: Float[Array, "time lat"] | None
-    result: RESULTS
-    num_steps: Int[Array, ""]
-
-    def __repr__(self) -> str:
-        return with_result_names(self)
-
-
 def integrate(
-    params: Params,
+    params: AbstractParams,
     *,
     years,
     grid: Grid | None = None,
-    model: EnergyBalanceModel | None = None,
+    model: AbstractModel | None = None,
     T0=None,
     adjoint="recursive",
     solver: diffrax.AbstractSolver | None = None,
@@ -141,28 +89,35 @@ def integrate(
     throw: bool = True,
     progress: bool | diffrax.AbstractProgressMeter = False,
     t0=None,
-) -> Trajectory:
+) -> Trajectory | Run:
     """Integrate the model for `years` from `T0`.
 
     **Arguments:**
 
     - `params`: the physical parameters.
     - `years`: length of the run, years (> 0).
-    - `grid`, `model`: as for `ebm.equilibrium` (give one at most).
-    - `T0`: initial profile, degC, shape `(n_lat,)`, or one of `"present"` (default;
-        the same start as `ebm.equilibrium`), `"warm"`, `"cold"`.
+    - `grid`, `model`: as for `ebm.equilibrium` (give one at most): the zonal
+        model, or any other model of the protocol.
+    - `T0`: the start state: for the zonal model a profile, degC, shape
+        `(n_lat,)`, or one of `"present"` (default; the same start as
+        `ebm.equilibrium`), `"warm"`, `"cold"`; for another model a state shaped
+        as its `initial_state` (the default).
     - `adjoint`: `"recursive"` (default), `("recursive", checkpoints)`,
         `"direct"`, `"forward"`, `"backsolve"`, `"interpolating"`
         (`ebm.InterpolatingAdjoint()`), or any `diffrax.AbstractAdjoint`
         instance (e.g. `diffrax.RecursiveCheckpointAdjoint(checkpoints=64)`). A
         `RecursiveCheckpointAdjoint` without `checkpoints` (the default) gets
         `4 log2(max_steps)` of them.
-    - `solver`: `"kvaerno5"` (default: `Kvaerno5` with matrix-free stage solves;
-        see the module docstring for why an implicit solver), `"kencarp5"`
+    - `solver`: the model's choice by default (`model.run_options`). For the zonal
+        model `"kvaerno5"` (default: `Kvaerno5` with matrix-free stage solves;
+        see `ebm._zonal.run` for why an implicit solver), `"kencarp5"`
         (`KenCarp5`, implicit in the transport only), `"tsit5"` (explicit; its
         steps are bound by the diffusive stability limit), or any diffrax solver;
         diffrax's implicit-explicit solvers (`KenCarp3/4/5`, `Sil3`) get the
-        model split into its local and transport parts. For a global layer model
+        model split into its local and transport parts. For another model,
+        `"tsit5"`, `"kvaerno5"` or any diffrax solver (default the model's
+        `default_solver()`, `Kvaerno5` where the run is stiff). For a global layer
+        model
         (`ebm.TwoLayerModel`, `ebm.NLayerModel`) under a piecewise-linear forcing
         (`AbruptCO2`, `OnePercentCO2`, `ForcingSeries`, `HistoricalForcing`),
         `"exact"` solves the linear system exactly between the forcing's kinks and
@@ -170,14 +125,17 @@ def integrate(
         does not apply).
     - `saveat`: a `diffrax.SaveAt` (default: the final state only). Saved times fill
         `ts` and `Ts`.
-    - `stepsize_controller`: default `diffrax.PIDController(rtol=1e-8, atol=1e-8)`
-        with steps capped at a tenth of the relaxation time `C / B` (see
-        `default_controller`).
+    - `stepsize_controller`: the model's choice by default: for the zonal model
+        `diffrax.PIDController(rtol=1e-8, atol=1e-8)` with steps capped at a tenth
+        of the relaxation time `C / B` (see `default_controller`); for another,
+        `diffrax.PIDController(rtol=1e-9, atol=1e-9)` stepping onto its forcing's
+        kinks.
     - `dt0`: initial step, years (default: chosen by the controller).
     - `max_steps`: step limit (an integer >= 1). The default follows from the run's
-        length: twice the steps the default controller's cap implies for `years`,
-        rounded up to a power of two (at least 16384), for the forward run and for
-        reverse mode alike (the recursive adjoint then stores 4 log2(max_steps)
+        length (for another model, from its time scales: `default_max_steps`); for
+        the zonal model, twice the steps the default controller's cap implies for
+        `years`, rounded up to a power of two (at least 16384), for the forward run
+        and for reverse mode alike (the recursive adjoint then stores 4 log2(max_steps)
         checkpoints, so its memory grows like log(years)); a run whose budget
         would pass 2**24 steps is refused up front, with an estimate of its time.
         Where the parameters are traced (inside `jit`), or `stepsize_controller`
@@ -200,7 +158,8 @@ def integrate(
 
     **Returns:**
 
-    An `ebm.Trajectory` (an `ebm.Run` for a model of the protocol).
+    The model's result (`model.run_result`): an `ebm.Trajectory` for the zonal
+    model, an `ebm.Run` for the other models of the protocol.
 
     **Raises:**
 
@@ -211,189 +170,61 @@ def integrate(
     - `EquinoxRuntimeError`: with `adjoint="backsolve"` on runs longer than its
         measured horizon (see the module docstring), or when the solve fails.
     """
-    if model is not None and not isinstance(model, EnergyBalanceModel):
-        return _integrate_other(
-            params,
-            model,
-            years=years,
-            grid=grid,
-            T0=T0,
-            adjoint=adjoint,
-            solver=solver,
-            saveat=saveat,
-            stepsize_controller=stepsize_controller,
-            dt0=dt0,
-            max_steps=max_steps,
-            throw=throw,
-            progress=progress,
-            t0=t0,
-        )
-    if t0 is not None:
-        raise ValueError(
-            "`t0` starts a run of a model with a forcing scenario on its clock; the "
-            f"zonal model's runs start at 0 (got t0={t0!r})."
-        )
-    model = resolve_model(model, grid)
-    params = model.checked_params(params)
+    model = resolve_any_model(model, grid)
+    params = check_model_params(params, model)
     _check_positive("years", years)
-    T0 = model.start_state(params, "present" if T0 is None else T0, "T0")
-    check_saved_times(saveat, 0.0, years)
-    name = adjoint_name(adjoint)
-    adjoint = resolve_adjoint(adjoint)
-    refuse_reverse_mode(adjoint, name, (params, T0))
-    solver = resolve_solver(solver)
-    # The model's time scales, where the default controller or backsolve needs them
-    # (a user's controller, budget and adjoint need none: no program to compile).
-    needs_scales = stepsize_controller is None or isinstance(
-        adjoint, diffrax.BacksolveAdjoint
-    )
-    scales = start_time_scales(params, model, T0) if needs_scales else None
-    if max_steps is None:
-        # A user's controller has no known cap: the bound alone, no estimate.
-        max_steps = (
-            _default_max_steps(years, scales.relaxation)
-            if stepsize_controller is None
-            else TRACED_MAX_STEPS
-        )
-    else:
+    if max_steps is not None:
         check_count("max_steps", max_steps, 1)
     if dt0 is not None:
         _check_positive("dt0", dt0)
-    adjoint = _with_checkpoints(adjoint, max_steps)
-    if stepsize_controller is None:
-        stepsize_controller = default_controller(scales.relaxation)
+    y0 = model.start_state(params, T0, "T0")
+    if isinstance(solver, str) and solver == "exact":
+        t0 = run_start_time(model, t0, years)
+        check_saved_times(saveat, t0, years)
+        return exact_run(params, model, years, t0, y0, saveat, throw)
+    name = adjoint_name(adjoint)
+    adjoint = resolve_adjoint(adjoint)
+    refuse_reverse_mode(adjoint, name, (params, y0, model))
+    # The model chooses what the user did not (`None`: the protocol's choices).
+    choices = dict(
+        t0=t0,
+        solver=solver,
+        stepsize_controller=stepsize_controller,
+        max_steps=max_steps,
+        adjoint=adjoint,
+    )
+    options = model.run_options(params, y0, years, **choices)
+    if options is None:
+        options = protocol_run_options(model, params, y0, years, **choices)
+    check_saved_times(saveat, options.t0, years)
+    adjoint = _with_checkpoints(adjoint, options.max_steps)
     if saveat is None:
         saveat = diffrax.SaveAt(t1=True)
     else:
         # The final state is always needed for the summary fields.
         saveat = eqx.tree_at(lambda s: s.subs.t1, saveat, True)
-    # An array, not a Python float (which filter_jit would make static): runs of any
-    # length within one step budget share a compiled program.
-    years = jnp.asarray(years, dtype=float)
-    if isinstance(adjoint, diffrax.BacksolveAdjoint):
-        T0 = _check_backsolve_horizon(scales.diffusion, years, T0)
-    trajectory = solve_naming_the_mode(
+    run = solve_naming_the_mode(
         name,
         _integrate,
         params,
-        years,
+        # Arrays, not Python floats (which filter_jit would make static): runs of
+        # any length within one step budget share a compiled program.
+        jnp.asarray(years, dtype=float),
+        jnp.asarray(options.t0, dtype=float),
         model,
-        T0,
+        options.y0,
         adjoint,
-        solver,
+        options.solver,
         saveat,
-        stepsize_controller,
+        options.stepsize_controller,
         dt0,
-        max_steps,
+        options.max_steps,
         throw,
         progress_meter(progress),
     )
     if throw:
-        trajectory = raise_if_failed(trajectory, trajectory.result)
-    return trajectory
-
-
-def _integrate_other(params, model, *, grid, T0, **kwargs):
-    """`ebm.integrate` of a model of the protocol other than the zonal one."""
-    from .._model.protocol import AbstractModel
-
-    if not isinstance(model, AbstractModel):
-        raise TypeError(
-            "`model` must be an ebm model (an ebm.AbstractModel, such as "
-            f"ebm.EnergyBalanceModel or ebm.TwoLayerModel), got {type(model).__name__}."
-        )
-    if grid is not None:
-        raise ValueError(
-            f"`grid` is for the zonal model; {type(model).__name__} has none."
-        )
-    return integrate_model(params, model, y0=T0, **kwargs)
-
-
-_BACKSOLVE_MESSAGE = (
-    "adjoint='backsolve' integrates the model backwards in time, which is "
-    "unstable for diffusion; its gradient is only accurate to 1e-4 for runs "
-    f"shorter than {BACKSOLVE_HORIZON} times the fastest transport time scale "
-    "(C dlat^2 / (4 D) for diffusion: about 12 days at the default 60 cells). "
-    "Use adjoint='recursive' for longer runs, or adjoint='interpolating' for the "
-    "continuous adjoint without a backward state."
-)
-
-
-def _check_backsolve_horizon(diffusion, years, T0):
-    """`T0`, once `years` is within backsolve's horizon (`diffusion` as
-    `time_scales` gives it)."""
-    horizon = BACKSOLVE_HORIZON * diffusion
-    return refuse_if(T0, years > horizon, _BACKSOLVE_MESSAGE, eqx.EquinoxRuntimeError)
-
-
-@eqx.filter_jit
-def _integrate(
-    params,
-    years,
-    model,
-    T0,
-    adjoint,
-    solver,
-    saveat,
-    stepsize_controller,
-    dt0,
-    max_steps,
-    throw,
-    progress_meter,
-) -> Trajectory:
-    grid = model.grid
-    # A traced length, unchecked on the host (a known one was refused there): an
-    # invalid one runs for a moment instead (backwards, a diffusive model blows up)
-    # and is reported by its code.
-    invalid = run_arguments_result(years, 0.0, None)
-    years = jnp.where(invalid == RESULTS.successful, years, SHORTEST_RUN)
-    solution = diffrax.diffeqsolve(
-        model_terms(model, solver),
-        solver,
-        t0=0.0,
-        t1=years,
-        dt0=dt0,
-        y0=T0,
-        args=params,
-        saveat=saveat,
-        stepsize_controller=stepsize_controller,
-        adjoint=adjoint,
-        max_steps=max_steps,
-        # The result is returned, and checked by the caller (on the host where it
-        # is known): diffrax's own check would compile to a host callback.
-        throw=False,
-        progress_meter=progress_meter,
-    )
-    ys = solution.ys
-    T = ys[-1]
-    if saveat.subs.ts is None and not saveat.subs.steps and not saveat.subs.t0:
-        ts, Ts = None, None
-    else:
-        ts, Ts = solution.ts[:-1], ys[:-1]
-    result = RESULTS.promote(solution.result)
-    result = RESULTS.where(invalid == RESULTS.successful, result, invalid)
-    outputs = (
-        T,
-        Ts,
-        grid.global_mean(T),
-        model.ice_edge(T, params),
-        model.ice_edge(T, params, "south"),
-    )
-    if not throw:
-        # An unfinished run's state is not the state at `years`.
-        outputs = nan_unless_successful(result, outputs, params)
-    T, Ts, global_mean, ice_edge, ice_edge_south = outputs
-    return Trajectory(
-        T=T,
-        lat=grid.lat,
-        global_mean=global_mean,
-        ice_edge=ice_edge,
-        ice_edge_south=ice_edge_south,
-        ts=ts,
-        Ts=Ts,
-        result=result,
-        num_steps=solution.stats["num_steps"],
-    )
+        run = raise_if_failed(run, run.result)
+    return run
 
 
 def _fixed_step(index, carry, args):
@@ -410,12 +241,12 @@ def _fixed_step(index, carry, args):
 
 
 def integrate_fixed(
-    params: Params,
+    params: AbstractParams,
     *,
     dt,
     steps: int,
     grid: Grid | None = None,
-    model: EnergyBalanceModel | None = None,
+    model: AbstractModel | None = None,
     T0=None,
     stepper=None,
     checkpoint="sqrt",

@@ -7,18 +7,12 @@ at the start, from the Jacobian of the energy budget)."""
 import math
 
 import diffrax
-import equinox as eqx
 import jax
 import jax.numpy as jnp
 import numpy as np
 
 from .._checks import known_value
-from .._constants import SECONDS_PER_YEAR
-from .._custom_types import Scalar, Temperature
-from .._numerics.chord import tridiagonal_root_finder
-from .._numerics.tridiagonal import probe_tridiagonal
-from .._zonal.model import EnergyBalanceModel
-from .._zonal.params import Params
+from .._zonal.run import IMEX_SOLVERS
 from .interpolating import InterpolatingAdjoint
 
 
@@ -33,195 +27,12 @@ ADJOINTS = {
 }
 
 
-# Longest run, in units of the fastest diffusive time scale C dlat^2 / (4 D), over
-# which BacksolveAdjoint's gradient stays within 1e-4 of the others on the default
-# model. Measured by benchmarks/backsolve_horizon.py; see docs/adjoints.md,
-# "Backsolve's horizon".
-BACKSOLVE_HORIZON = 20.0
-
-
 # The same for the other models of the protocol, in units of their fastest
 # relaxation time bounded from the whole Jacobian by Gershgorin's theorem: the
 # two-layer and three-layer models stay within 1e-7 of their exact gradient to 10
 # of them, the zonal model over a deep ocean within 2e-8, and the latter is 1.8e-4
 # off at 20 (benchmarks/backsolve_horizon.py).
 BACKSOLVE_HORIZON_MODELS = 10.0
-
-
-SOLVERS = {
-    "kvaerno5": lambda: diffrax.Kvaerno5(root_finder=tridiagonal_root_finder()),
-    "kencarp5": lambda: diffrax.KenCarp5(root_finder=tridiagonal_root_finder()),
-    "tsit5": diffrax.Tsit5,
-}
-
-
-"""Solvers by name: the default implicit `Kvaerno5`, the implicit-explicit
-`KenCarp5` (transport implicit, the rest explicit), and the explicit `Tsit5`."""
-
-
-# diffrax's implicit-explicit Runge-Kutta methods: they take the pair of terms
-# (explicit, implicit) as a `MultiTerm`.
-_IMEX = (diffrax.KenCarp3, diffrax.KenCarp4, diffrax.KenCarp5, diffrax.Sil3)
-
-
-def default_solver() -> diffrax.AbstractSolver:
-    """`Kvaerno5` whose stage solves use the probed tridiagonal Jacobian."""
-    return SOLVERS["kvaerno5"]()
-
-
-def resolve_solver(solver) -> diffrax.AbstractSolver:
-    """A diffrax solver from `None` (the default), a name in `SOLVERS`, or itself."""
-    if solver is None:
-        return default_solver()
-    if isinstance(solver, diffrax.AbstractSolver):
-        return solver
-    if isinstance(solver, str) and solver in SOLVERS:
-        return SOLVERS[solver]()
-    raise ValueError(
-        f"`solver` must be one of {tuple(SOLVERS)} or a diffrax.AbstractSolver "
-        f"instance, got {solver!r}."
-    )
-
-
-def model_terms(model: EnergyBalanceModel, solver: diffrax.AbstractSolver):
-    """The model as diffrax terms for `solver`: one `ODETerm`, or for an
-    implicit-explicit solver the pair (local terms explicit, transport implicit)."""
-    if isinstance(solver, _IMEX):
-        return diffrax.MultiTerm(
-            diffrax.ODETerm(model.local_tendency),
-            diffrax.ODETerm(model.transport_tendency),
-        )
-    return diffrax.ODETerm(model)
-
-
-# The step cap, as a fraction of the relaxation time C / B (0.66 years by default).
-MAX_STEP_FRACTION = 0.1
-
-
-# The smallest radiative damping `time_scales` counts with, W m-2 K-1: a longwave
-# term whose emission does not grow with temperature (or falls) has no relaxation
-# time of its own, and the step cap stays finite (0.13 millennia for 10 m of water).
-SMALLEST_DAMPING = 1e-3
-
-
-class TimeScales(eqx.Module):
-    """A model's own time scales at a state, years (see `time_scales`)."""
-
-    relaxation: Scalar
-    diffusion: Scalar
-
-
-@eqx.filter_jit
-def time_scales(params: Params, model: EnergyBalanceModel, T: Temperature):
-    """The model's fastest radiative and transport time scales at `T`, years.
-
-    From the Jacobians of its terms at `T` (each probed as a tridiagonal matrix from
-    three Jacobian-vector products), never from a particular parameter:
-
-    - `relaxation`: `min_i C_i / (d OLR_i / d T_i)`, the fastest relaxation of a
-        cell by its own emission (`C / B` for `ebm.LinearLongwave`,
-        `C / (4 tau epsilon sigma T^3)` at the warmest cell for
-        `ebm.GreyBodyLongwave`), with the damping at least `SMALLEST_DAMPING`;
-    - `diffusion`: `min_i C_i / (|J_ii| + |J_i,i-1| + |J_i,i+1|)` for the
-        transport's Jacobian `J`, W m-2 K-1: Gershgorin's bound on its fastest
-        mode (`C dlat^2 / (4 D cos(dlat / 2))` for a uniform diffusivity `D`).
-    """
-    heat_capacity = model.heat_capacity(params, model.grid)
-
-    def jacobian(flux):
-        _, linear = jax.linearize(flux, T)
-        return probe_tridiagonal(linear, T.shape[0], T.dtype)
-
-    emission = jacobian(lambda T: model.outgoing_longwave(T, params))
-    damping = jnp.maximum(emission.diagonal, SMALLEST_DAMPING)
-    transport = jacobian(lambda T: model.heat_convergence(T, params))
-    zero = jnp.zeros(1, T.dtype)
-    rate = (
-        jnp.abs(transport.diagonal)
-        + jnp.abs(jnp.concatenate([zero, transport.lower]))
-        + jnp.abs(jnp.concatenate([transport.upper, zero]))
-    )
-    return TimeScales(
-        relaxation=jnp.min(heat_capacity / damping) / SECONDS_PER_YEAR,
-        diffusion=jnp.min(heat_capacity / rate) / SECONDS_PER_YEAR,
-    )
-
-
-def start_time_scales(params: Params, model: EnergyBalanceModel, T0) -> TimeScales:
-    """`time_scales` at the start of a run, not differentiated: computed on the
-    values where they are known (eagerly, and under eager `grad`), so that a first
-    call compiles one small program and the step count is known; else traced into
-    the caller's program."""
-    values = (params, model, T0)
-    known = [known_value(leaf) for leaf in jax.tree.leaves(values)]
-    if any(leaf is None for leaf in known):
-        params, model, T0 = jax.lax.stop_gradient(values)
-    else:
-        params, model, T0 = jax.tree.unflatten(jax.tree.structure(values), known)
-    return time_scales(params, model, T0)
-
-
-def default_controller(relaxation) -> diffrax.PIDController:
-    """PID control at `rtol = atol = 1e-8`, steps at most a tenth of `relaxation`,
-    the model's fastest radiative relaxation time (`time_scales`; `C / B` for the
-    linear longwave), years.
-
-    The cap is for derivatives. The controller sees only the state's error, so near
-    a steady state it takes steps of years; but the tangent of the state with respect
-    to a parameter still relaxes on the time scale `C / B`, and a gradient through
-    such steps is the exact derivative of an inaccurate discrete map (1% off over a
-    2-year run from equilibrium). A tenth of `C / B` keeps gradients within 1e-9 of
-    finite differences (tests/test_integrate.py).
-    """
-    return diffrax.PIDController(
-        rtol=1e-8,
-        atol=1e-8,
-        dtmax=jax.lax.stop_gradient(MAX_STEP_FRACTION * relaxation),
-    )
-
-
-# The largest step budget `integrate` sets by itself: a run that needs more is
-# refused up front (a `max_steps` given explicitly is used as it is).
-MAX_DEFAULT_STEPS = 2**24
-
-
-# The budget where the run's length in steps is not known while tracing (parameters
-# traced under `jit`): a bound, not an allocation, as the checkpointed loop stores
-# log2(max_steps) states whatever the bound.
-TRACED_MAX_STEPS = 2**22
-
-
-def needed_steps(years, relaxation) -> int | None:
-    """Steps of the default controller's cap that `years` takes (`relaxation` as
-    `time_scales` gives it), or `None` where a value is not known while tracing
-    (inside `jit`)."""
-    years, relaxation = known_value(years), known_value(relaxation)
-    if years is None or relaxation is None:
-        return None
-    return math.ceil(float(years) / (MAX_STEP_FRACTION * float(relaxation)))
-
-
-def _default_max_steps(years, relaxation) -> int:
-    """Twice the capped steps `years` takes, as a power of two >= 16384 (so that runs
-    of similar length share one compilation); `TRACED_MAX_STEPS` inside `jit`."""
-    needed = needed_steps(years, relaxation)
-    if needed is None:
-        return TRACED_MAX_STEPS
-    budget = max(16384, 2 ** math.ceil(math.log2(2 * needed)))
-    if budget > MAX_DEFAULT_STEPS:
-        cap = float(years) / needed
-        raise ValueError(
-            f"`years` = {float(years):g} needs about {needed:.3g} steps: the default "
-            "controller caps the step at a tenth of the model's fastest relaxation "
-            "time (C / B for the linear longwave), "
-            f"here {cap:.3g} years, so that derivatives stay accurate (ebm integrates "
-            "a few thousand such steps a second at 60 cells: "
-            f"about {needed / 5e3 / 3600:.2g} hours). For the steady state use "
-            "ebm.equilibrium (its gradient is one linear solve); for a forward run "
-            "only, pass stepsize_controller=diffrax.PIDController(rtol=1e-8, "
-            "atol=1e-8) without the cap; or pass max_steps to insist."
-        )
-    return budget
 
 
 # Checkpoints per doubling of the step budget for the default recursive adjoint.
@@ -416,7 +227,9 @@ def resolve_model_solver(solver, model, scales, years) -> diffrax.AbstractSolver
         zonal model's split of transport from the rest, which the model lacks).
     """
     name = type(model).__name__
-    if isinstance(solver, _IMEX) or (isinstance(solver, str) and solver == "kencarp5"):
+    if isinstance(solver, IMEX_SOLVERS) or (
+        isinstance(solver, str) and solver == "kencarp5"
+    ):
         raise ValueError(
             f"solver={solver!r} splits the zonal model's transport (implicit) from "
             f"its local terms (explicit); {name} has no such split. Use one of "

@@ -1,5 +1,7 @@
-"""`ebm.integrate` for a model of the protocol whose state is a PyTree: a run of
-the ocean-layer models under a forcing scenario."""
+"""The run of `ebm.integrate` for every model of the protocol: the protocol's
+options where a model has none of its own (`protocol_run_options`), the one
+compiled solve (`_integrate`), its result `ebm.Run`, and the exact solution of a
+linear model."""
 
 import diffrax
 import equinox as eqx
@@ -8,11 +10,10 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, Float, Int, PyTree
 
-from .._checks import check_count, known_value, refuse_if
+from .._checks import known_value, refuse_if
 from .._custom_types import Scalar
 from .._model.parameters import AbstractParams
-from .._model.protocol import AbstractModel, Variable, state_arrays
-from .._progress import progress_meter
+from .._model.protocol import AbstractModel, RunOptions, Variable, state_arrays
 from .._results import (
     RESULTS,
     nan_unless_successful,
@@ -23,15 +24,8 @@ from .._scenarios.base import AbstractScenario, run_start
 from .options import (
     BACKSOLVE_HORIZON_MODELS,
     SHORTEST_RUN,
-    _check_positive,
-    _with_checkpoints,
-    adjoint_name,
-    check_saved_times,
-    refuse_reverse_mode,
-    resolve_adjoint,
     resolve_model_solver,
     run_arguments_result,
-    solve_naming_the_mode,
 )
 
 
@@ -192,32 +186,16 @@ def check_backsolve_horizon(model: AbstractModel, params, t0, y0, years) -> PyTr
     return refuse_if(y0, years > horizon, message, eqx.EquinoxRuntimeError)
 
 
-def integrate_model(
-    params,
-    model: AbstractModel,
-    *,
-    years,
-    y0=None,
-    t0=None,
-    adjoint="recursive",
-    solver=None,
-    saveat=None,
-    stepsize_controller=None,
-    dt0=None,
-    max_steps=None,
-    throw=True,
-    progress=False,
-) -> Run:
-    """Integrate a protocol model (see `ebm.integrate`)."""
-    params = check_model_params(params, model)
-    _check_positive("years", years)
-    if max_steps is not None:
-        check_count("max_steps", max_steps, 1)
-    if dt0 is not None:
-        _check_positive("dt0", dt0)
-    scenario = getattr(model, "forcing", None)
-    if not isinstance(scenario, AbstractScenario):
-        scenario = None  # a model whose time dependence is its own
+def run_start_time(model: AbstractModel, t0, years):
+    """The start of a run of `years`, years on the model's clock: `t0`, checked
+    finite, or the start of its forcing (`run_start`), checked within a forcing
+    series' span where known.
+
+    **Raises:**
+
+    - `ValueError`: for a `t0` that is not a finite number, or a run outside the
+        forcing series' span.
+    """
     if t0 is None:
         t0 = run_start(model)
     elif not isinstance(t0, jax.core.Tracer):
@@ -228,65 +206,68 @@ def integrate_model(
         if not finite:
             raise ValueError(f"`t0` must be a finite number of years, got {t0!r}.")
     # (A traced start is checked where it was given.)
-    if scenario is not None and not isinstance(t0, jax.core.Tracer):
+    scenario = getattr(model, "forcing", None)
+    if isinstance(scenario, AbstractScenario) and not isinstance(t0, jax.core.Tracer):
         scenario.check_span(float(t0), t0 + years)
-    y0 = model.start_state(params, y0, "T0")
-    check_saved_times(saveat, t0, years)
-    if isinstance(solver, str) and solver == "exact":
-        saveat = diffrax.SaveAt(t1=True) if saveat is None else saveat
-        check_exact(model, saveat)
-        run = _integrate_exact(
-            params,
-            jnp.asarray(years, dtype=float),
-            jnp.asarray(t0, dtype=float),
-            model,
-            y0,
-            saveat.subs.ts,
-        )
-        return raise_if_failed(run, run.result) if throw else run
-    name = adjoint_name(adjoint)
-    adjoint = resolve_adjoint(adjoint)
-    refuse_reverse_mode(adjoint, name, (params, y0, model))
+    return t0
+
+
+def protocol_run_options(
+    model: AbstractModel,
+    params,
+    y0,
+    years,
+    *,
+    t0,
+    solver,
+    stepsize_controller,
+    max_steps,
+    adjoint,
+) -> RunOptions:
+    """The protocol's choices for a run (see `AbstractModel.run_options`): the
+    model's default solver (`Kvaerno5` for a stiff run), PID control at
+    `rtol = atol = 1e-9` stepping onto the forcing's kinks, a step budget from
+    `time_scales` (`default_max_steps`), backsolve's horizon from Gershgorin's
+    bound (`check_backsolve_horizon`), from `t0` (default the forcing's start)."""
+    t0 = run_start_time(model, t0, years)
     scales = known_time_scales(model, params)
     solver = resolve_model_solver(solver, model, scales, years)
     if stepsize_controller is None:
         # Steps end on the forcing's kinks (a series' times).
-        stepsize_controller = diffrax.PIDController(
-            rtol=1e-9, atol=1e-9, jump_ts=None if scenario is None else scenario.kinks
-        )
+        scenario = getattr(model, "forcing", None)
+        kinks = scenario.kinks if isinstance(scenario, AbstractScenario) else None
+        stepsize_controller = diffrax.PIDController(rtol=1e-9, atol=1e-9, jump_ts=kinks)
     if max_steps is None:
         max_steps = default_max_steps(model, params, years, solver, scales)
-    adjoint = _with_checkpoints(adjoint, max_steps)
     if isinstance(adjoint, diffrax.BacksolveAdjoint):
         y0 = check_backsolve_horizon(model, params, t0, y0, years)
-    if saveat is None:
-        saveat = diffrax.SaveAt(t1=True)
-    else:
-        saveat = eqx.tree_at(lambda s: s.subs.t1, saveat, True)
-    run = solve_naming_the_mode(
-        name,
-        _integrate_model,
+    return RunOptions(
+        solver=solver,
+        stepsize_controller=stepsize_controller,
+        max_steps=max_steps,
+        t0=t0,
+        y0=y0,
+    )
+
+
+def exact_run(params, model: AbstractModel, years, t0, y0, saveat, throw) -> Run:
+    """A run of a linear model solved exactly between its forcing's kinks and the
+    saved times (`solver="exact"`)."""
+    saveat = diffrax.SaveAt(t1=True) if saveat is None else saveat
+    check_exact(model, saveat)
+    run = _integrate_exact(
         params,
         jnp.asarray(years, dtype=float),
         jnp.asarray(t0, dtype=float),
         model,
         y0,
-        adjoint,
-        solver,
-        saveat,
-        stepsize_controller,
-        dt0,
-        max_steps,
-        throw,
-        progress_meter(progress),
+        saveat.subs.ts,
     )
-    if throw:
-        run = raise_if_failed(run, run.result)
-    return run
+    return raise_if_failed(run, run.result) if throw else run
 
 
 @eqx.filter_jit
-def _integrate_model(
+def _integrate(
     params,
     years,
     t0,
@@ -300,23 +281,24 @@ def _integrate_model(
     max_steps,
     throw,
     meter,
-) -> Run:
+):
     from .interpolating import InterpolatingAdjoint
     from .steppers.flat import FlatModel
 
     # A traced length or start, unchecked on the host: an invalid one runs for a
-    # moment instead, and is reported by its code.
+    # moment instead (backwards, a diffusive model blows up), and is reported by its
+    # code.
     invalid = run_arguments_result(years, t0, None)
     years = jnp.where(invalid == RESULTS.successful, years, SHORTEST_RUN)
     t0 = jnp.where(jnp.isfinite(t0), t0, 0.0)
-    if isinstance(adjoint, InterpolatingAdjoint):
+    if isinstance(adjoint, InterpolatingAdjoint) and not _one_vector(y0):
         # The continuous adjoint runs on one vector: the state's leaves, raveled.
         flat = FlatModel.around(model, y0, 0.0)
-        field, y_start = flat, flat.flatten(y0)
+        terms, y_start = diffrax.ODETerm(flat), flat.flatten(y0)
     else:
-        flat, field, y_start = None, model, y0
+        flat, terms, y_start = None, model.run_terms(solver), y0
     solution = diffrax.diffeqsolve(
-        diffrax.ODETerm(field),
+        terms,
         solver,
         t0=t0,
         t1=t0 + years,
@@ -327,6 +309,8 @@ def _integrate_model(
         stepsize_controller=stepsize_controller,
         adjoint=adjoint,
         max_steps=max_steps,
+        # The result is returned, and checked by the caller (on the host where it
+        # is known): diffrax's own check would compile to a host callback.
         throw=False,
         progress_meter=meter,
     )
@@ -338,15 +322,17 @@ def _integrate_model(
         ts, saved = None, None
     else:
         ts, saved = solution.ts[:-1], jax.tree.map(lambda y: y[:-1], ys)
-    return run_result(
-        model,
-        params,
-        (solution.ts[-1], final),
-        (ts, saved),
-        result,
-        solution.stats["num_steps"],
-        throw,
-    )
+    end, saved = (solution.ts[-1], final), (ts, saved)
+    num_steps = solution.stats["num_steps"]
+    own = model.run_result(params, end, saved, result, num_steps, throw)
+    if own is not None:
+        return own
+    return run_result(model, params, end, saved, result, num_steps, throw)
+
+
+def _one_vector(y) -> bool:
+    """Whether the state `y` is one array of one dimension (the zonal model's)."""
+    return isinstance(y, jax.Array) and y.ndim == 1
 
 
 def run_result(model, params, end, saved, result, num_steps, throw=False) -> Run:

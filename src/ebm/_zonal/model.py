@@ -37,7 +37,7 @@ from .._checks import known_value
 from .._constants import SECONDS_PER_YEAR
 from .._custom_types import EdgeValues, Flux, Scalar, Temperature
 from .._model.parameters import AbstractParams, check_params, merge, params_class
-from .._model.protocol import AbstractModel, Variable
+from .._model.protocol import AbstractModel, RunOptions, Variable
 from .._numerics.implicit import ImplicitAdjoint
 from .albedo.subgrid import SubgridIceAlbedo
 from .base import (
@@ -57,6 +57,7 @@ from .heat_capacity.mixed_layer import MixedLayerHeatCapacity
 from .insolation.p2 import P2Insolation, legendre_p2
 from .longwave.linear import LinearLongwave
 from .params import Params, declarations_of
+from .run import Trajectory, model_terms, trajectory, zonal_run_options
 from .transport.diffusive import DiffusiveTransport
 
 
@@ -415,9 +416,9 @@ class EnergyBalanceModel(AbstractModel):
         self, params: AbstractParams, y: Temperature | str | None = None, name="start"
     ) -> Temperature:
         """`initial_profile(y, params, grid)`: a profile of shape `(n_lat,)` or one
-        of the named starts `"present"`, `"warm"` and `"cold"` (`None` is refused:
-        the entry points' default is `"present"`)."""
-        return initial_profile(y, params, self.grid, name)
+        of the named starts `"present"` (also `None`: the model's
+        `initial_state`), `"warm"` and `"cold"`."""
+        return initial_profile("present" if y is None else y, params, self.grid, name)
 
     def steady_state(
         self, params, t, start, *, solver, adjoint, max_steps, near_fold, throw
@@ -438,6 +439,45 @@ class EnergyBalanceModel(AbstractModel):
             near_fold=near_fold,
             throw=throw,
         )
+
+    def run_terms(self, solver):
+        """`diffrax.ODETerm(self)`, or for diffrax's implicit-explicit solvers the
+        pair (local terms explicit, transport implicit) (`model_terms`)."""
+        return model_terms(self, solver)
+
+    def run_options(
+        self, params, y0, years, *, t0, solver, stepsize_controller, max_steps, adjoint
+    ) -> RunOptions:
+        """The zonal model's run from time 0 (`zonal_run_options`): solvers by name
+        (`"kvaerno5"`, the default, with tridiagonal stage solves; `"kencarp5"`;
+        `"tsit5"`), PID control at `rtol = atol = 1e-8` with steps capped at a
+        tenth of the relaxation time, the step budget that cap implies, and
+        backsolve's horizon in units of the diffusive time.
+
+        **Raises:**
+
+        - `ValueError`: for a `t0` (the forcing is a parameter, and runs start at
+            0), an unknown solver, or a run too long for the default budget.
+        """
+        if t0 is not None:
+            raise ValueError(
+                "`t0` starts a run of a model with a forcing scenario on its clock; "
+                f"the zonal model's runs start at 0 (got t0={t0!r})."
+            )
+        return zonal_run_options(
+            self,
+            params,
+            y0,
+            years,
+            solver=solver,
+            stepsize_controller=stepsize_controller,
+            max_steps=max_steps,
+            adjoint=adjoint,
+        )
+
+    def run_result(self, params, end, saved, result, num_steps, throw) -> Trajectory:
+        """An `ebm.Trajectory`: the profile, its global mean and ice edges."""
+        return trajectory(self, params, end, saved, result, num_steps, throw)
 
     def steady_adjoint(self) -> ImplicitAdjoint:
         """The implicit adjoint of the equilibrium: a direct solve with the
