@@ -7,7 +7,7 @@ range of horizons (in units of tau) at several resolutions, takes the gradient o
 final global-mean temperature with respect to every parameter under BacksolveAdjoint
 and under RecursiveCheckpointAdjoint, and records their largest relative difference.
 `ebm.integrate` refuses backsolve beyond `BACKSOLVE_HORIZON` tau (in
-`ebm._stepping.integrate`), the longest horizon where the difference stayed below
+`ebm._zonal.run`), the longest horizon where the difference stayed below
 1e-4 at every resolution.
 
 The other models of the protocol (the two- and three-layer models under 1pctCO2,

@@ -169,7 +169,6 @@ from ._steady.periodic_continuation import (
 from ._steady.periodic_models import PeriodicState as PeriodicState
 from ._steady.periodic_sweep import periodic_sweep as periodic_sweep
 from ._steady.seasonal import (
-    SeasonalCycle as SeasonalCycle,
     periodic_equilibrium as periodic_equilibrium,
     seasonal_model as seasonal_model,
     seasonal_spinup as seasonal_spinup,
@@ -214,6 +213,7 @@ from ._zonal.base import (
     AbstractTerm as AbstractTerm,
     AbstractTransport as AbstractTransport,
 )
+from ._zonal.cycle import SeasonalCycle as SeasonalCycle
 from ._zonal.forcing.co2 import CO2Forcing as CO2Forcing
 from ._zonal.forcing.uniform import UniformForcing as UniformForcing
 from ._zonal.grid import Grid as Grid

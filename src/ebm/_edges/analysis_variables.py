@@ -100,9 +100,9 @@ def ensemble_variables(ensemble, container: type[Params]) -> dict:
     """An ensemble's variables: its result's, each with a leading `member` axis, the
     varying parameters and gradients along `member`, and which members failed."""
     from .._steady.equilibrium import Equilibrium
-    from .._steady.seasonal import SeasonalCycle
     from .._steady.steady_state import SteadyState
     from .._stepping.run import Run
+    from .._zonal.cycle import SeasonalCycle
     from .._zonal.run import Trajectory
 
     kinds = (

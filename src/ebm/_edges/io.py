@@ -88,9 +88,9 @@ def to_dataset(result, params: Params | None = None, *, model=None):
     from .._steady.continuation import Branch
     from .._steady.equilibrium import Equilibrium
     from .._steady.periodic_models import PeriodicState
-    from .._steady.seasonal import SeasonalCycle
     from .._steady.steady_state import SteadyState
     from .._stepping.run import Run
+    from .._zonal.cycle import SeasonalCycle
     from .._zonal.run import Trajectory
 
     if isinstance(result, Posterior):
@@ -217,7 +217,7 @@ def check_params_fit(result, params, model) -> None:
     zonal model's for a result only the zonal model gives: written as the file's
     attributes, they would describe another model."""
     from .._steady.equilibrium import Equilibrium
-    from .._steady.seasonal import SeasonalCycle
+    from .._zonal.cycle import SeasonalCycle
     from .._zonal.run import Trajectory
 
     if params is None:

@@ -442,6 +442,27 @@ class AbstractModel(eqx.Module):
         del params, end, saved, result, num_steps, throw
         return None
 
+    steps_itself: ClassVar[bool] = False
+    """Whether the fixed-step steppers (`ebm.integrate_fixed`, the seasonal entry
+    points) advance the model as it is: a state that is one vector, with the
+    zonal model's interface (`tendency`, a banded Jacobian, and the split into
+    `local_tendency` and `transport_tendency` that `"imex"` steps, its default
+    there). `False` (the default): the state raveled into one vector
+    (`FlatModel`), with the model's Jacobian dense, and `"imex"` refused."""
+
+    def periodic_result(
+        self, params: AbstractParams, t0, t, y0, ys, residual, step_error, result,
+        num_steps,
+    ):  # fmt: skip
+        """The model's own result of a year of `ebm.periodic_equilibrium` or
+        `ebm.seasonal_spinup` (the zonal model's `ebm.SeasonalCycle`), from the
+        state `y0` the year starts from, the states `ys` at the times `t` of the
+        year (from 0; `t0 + t` on the model's clock), the year's `residual`
+        (`max |Phi(y0) - y0|`), its `step_error`, `result` code and `num_steps`.
+        `None` (the default): `ebm.PeriodicState`."""
+        del params, t0, t, y0, ys, residual, step_error, result, num_steps
+        return None
+
     def default_stepper(self):
         """The fixed-step stepper (`ebm.AbstractStepper`) of `ebm.integrate_fixed`
         and the seasonal entry points unless told, or `None` for theirs

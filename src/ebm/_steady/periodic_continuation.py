@@ -34,6 +34,7 @@ from .._model.protocol import AbstractModel
 from .._numerics.implicit import ImplicitAdjoint
 from .._progress import progress_meter
 from .._results import RESULTS, with_result_names
+from .._zonal.cycle import SeasonalCycle
 from .._zonal.grid import Grid
 from .continuation.arguments import _as_arrays, _check_bounds, _check_range
 from .continuation.problem import AbstractBranchProblem
@@ -43,7 +44,6 @@ from .periodic_models import PeriodicState
 from .periodic_sweep import _start_of, check_scalar_parameter, leading_multiplier
 from .seasonal import (
     STEPS_PER_YEAR,
-    SeasonalCycle,
     _cycle,
     _krylov,
     _periodic_equilibrium,

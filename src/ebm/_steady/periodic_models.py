@@ -1,11 +1,10 @@
-r"""The seasonal cycle of a model of the protocol other than the zonal one.
-
-`ebm.periodic_equilibrium` and `ebm.seasonal_spinup` shoot for (or spin up to) the
-periodic state of the flow map over one year, $\Phi(y_0) = y_0$, exactly as for the
-zonal model (see `ebm._steady.seasonal`), with the model's state stepped as one flat
-vector (`FlatModel`, as `ebm.integrate_fixed` steps it) and the model's own Jacobian
-in the implicit steppers. The result is an `ebm.PeriodicState`: every declared
-variable through the year.
+r"""The periodic state of a model of the protocol: `ebm.PeriodicState`, the
+result of `ebm.periodic_equilibrium` and `ebm.seasonal_spinup` for a model without
+one of its own (`periodic_result`; the zonal model's is `ebm.SeasonalCycle`).
+Both shoot for (or spin up to) the periodic state of the flow map over one year,
+$\Phi(y_0) = y_0$ (see `ebm._steady.seasonal`), with the model's state stepped as
+one flat vector (`FlatModel`, as `ebm.integrate_fixed` steps it) and the model's
+own Jacobian in the implicit steppers: every declared variable through the year.
 
 A periodic state needs a forcing that repeats every year: the model's time
 dependence is its seasonal cycle (e.g. a zonal surface with `ebm.DailyInsolation`)
@@ -23,9 +22,6 @@ from .._custom_types import Scalar
 from .._model.protocol import AbstractModel, Variable, state_arrays
 from .._results import RESULTS, with_result_names
 from .._scenarios.base import AbstractScenario
-from .._stepping.fixed_model import check_flat_stepper, flat_problem
-from .._stepping.steppers.checks import check_stability, fixed_step_result
-from .._stepping.steppers.flat import FlatModel
 
 
 class PeriodicState(eqx.Module):
@@ -86,17 +82,12 @@ class PeriodicState(eqx.Module):
         return self.result == RESULTS.successful
 
 
-def flat_year_problem(
-    params, model: AbstractModel, grid, start, stepper, steps_per_year, throw
-):
-    """`(FlatModel, params, flat start, stability limit)` for the year of `model`.
+def check_repeating_forcing(model: AbstractModel) -> None:
+    """Refuse a model under a scenario that changes from year to year.
 
     **Raises:**
 
-    - `ValueError`: for a scenario that is not steady, a `grid`, a `start` that is
-        not a state of the model, `stepper="imex"`, or (with `throw`, for known
-        parameters) a step above the stepper's stability limit.
-    - `TypeError`: for parameters that are not `model.Params`.
+    - `ValueError`: naming the scenario, with what to do instead.
     """
     scenario = getattr(model, "forcing", None)
     if isinstance(scenario, AbstractScenario) and not scenario.steady:
@@ -107,39 +98,25 @@ def flat_year_problem(
             "scenario (e.g. ebm.AbruptCO2(factor)), or run it in time with "
             "ebm.integrate."
         )
-    check_flat_stepper(stepper, model)
-    dt = 1.0 / steps_per_year
-    flat, params, v0 = flat_problem(
-        params, model, grid, start, dt, steps_per_year, "start"
-    )
-    limit = check_stability(stepper, flat, params, v0, dt, throw, steps_per_year)
-    return flat, params, v0, limit
 
 
-def flat_cycle(
-    year, v0, params, result, num_steps, error_tolerance, unstable, earlier_error=0.0
-) -> PeriodicState:
-    """Run the year of `FlatModel` `year.model` from `v0` and summarise it; the
-    years before it (a spin-up) had at most `earlier_error`."""
-    flat: FlatModel = year.model
-    model = flat.model
-    v_end, v, step_error = year.trajectory(v0, params)
-    step_error = jnp.maximum(step_error, earlier_error)
-    finite = jnp.all(jnp.isfinite(v)) & jnp.all(jnp.isfinite(v_end))
-    result = fixed_step_result(finite, step_error, unstable, error_tolerance, result)
-    ys = jax.vmap(flat.unflatten)(v)
-    t = jnp.arange(year.steps) / year.steps
-    T = jax.vmap(lambda t, y: model.temperature(flat.t0 + t, y, params))(t, ys)
+def periodic_state(
+    model: AbstractModel, params, t0, t, y0, ys, residual, step_error, result,
+    num_steps,
+) -> PeriodicState:  # fmt: skip
+    """The `PeriodicState` of `model`'s states `ys` at the times `t` of the year
+    (`t0 + t` on its clock), from `y0`."""
+    T = jax.vmap(lambda t, y: model.temperature(t0 + t, y, params))(t, ys)
     return PeriodicState(
-        state0=state_arrays(model, flat.unflatten(v0)),
+        state0=state_arrays(model, y0),
         t=t,
         states=jax.vmap(lambda y: state_arrays(model, y))(ys),
         T=T,
         annual_mean=jnp.mean(T, axis=0),
-        global_mean=jax.vmap(
-            lambda t, y: model.mean_temperature(flat.t0 + t, y, params)
-        )(t, ys),
-        residual=jnp.max(jnp.abs(v_end - v0)),
+        global_mean=jax.vmap(lambda t, y: model.mean_temperature(t0 + t, y, params))(
+            t, ys
+        ),
+        residual=residual,
         step_error=step_error,
         variables=model.variables,
         result=result,

@@ -27,12 +27,12 @@ from .._model.protocol import AbstractModel
 from .._numerics.implicit import ImplicitAdjoint
 from .._results import RESULTS
 from .._stepping.steppers.flat import FlatModel
+from .._zonal.cycle import SeasonalCycle
 from .._zonal.grid import Grid
 from .continuation.problem import with_parameter
 from .periodic_models import PeriodicState
 from .seasonal import (
     STEPS_PER_YEAR,
-    SeasonalCycle,
     _krylov,
     _periodic_equilibrium,
     _setup,

@@ -52,18 +52,23 @@ import jax.numpy as jnp
 import lineax as lx
 import numpy as np
 import optimistix as optx
-from jaxtyping import Array, Float, Int
 
 from .._checks import check_count, known_value, refuse_if
-from .._custom_types import Scalar, Temperature
+from .._custom_types import Temperature
 from .._model.protocol import AbstractModel
 from .._numerics.counted import CountedRootFinder
 from .._numerics.implicit import ImplicitAdjoint
 from .._progress import progress_meter
-from .._results import RESULTS, failure_message, raise_if_failed, with_result_names
+from .._results import RESULTS, failure_message, raise_if_failed
 from .._stepping.checkpoints import resolve_checkpoint, spellings
-from .._stepping.fixed_model import _is_other_model
+from .._stepping.fixed_model import (
+    check_flat_stepper,
+    default_fixed_stepper,
+    stepped_model,
+    stepped_problem,
+)
 from .._stepping.integrate import _fixed_step
+from .._stepping.run import check_model_params
 from .._stepping.steppers import resolve_stepper
 from .._stepping.steppers.checks import (
     check_stability,
@@ -72,13 +77,13 @@ from .._stepping.steppers.checks import (
     stability_limit,
     step_with_error,
 )
-from .._stepping.steppers.flat import FlatModel
+from .._zonal.cycle import SeasonalCycle
 from .._zonal.grid import Grid
 from .._zonal.insolation.daily import DailyInsolation
 from .._zonal.model import EnergyBalanceModel
 from .._zonal.params import Params
-from .._zonal.start import resolve_model
-from .periodic_models import PeriodicState, flat_cycle, flat_year_problem
+from .._zonal.start import resolve_any_model
+from .periodic_models import PeriodicState, check_repeating_forcing, periodic_state
 from .shooting_failures import inaccurate_message, retriable
 
 
@@ -96,11 +101,6 @@ def seasonal_model(grid: Grid | None = None, **terms) -> EnergyBalanceModel:
     return EnergyBalanceModel(
         grid=Grid() if grid is None else grid, insolation=DailyInsolation(), **terms
     )
-
-
-def _resolve_model(model, grid) -> EnergyBalanceModel:
-    """As `ebm.equilibrium`'s, but the default model is the seasonal one."""
-    return seasonal_model(grid) if model is None else resolve_model(model, grid)
 
 
 def _resolve_year(stepper, checkpoint, steps_per_year):
@@ -139,26 +139,24 @@ def _setup(
     throw,
 ):  # fmt: skip
     """`(year, params, start, stability limit, error tolerance)` of the seasonal
-    entry points, for the zonal model or (as a `FlatModel`) any other model of the
-    protocol."""
+    entry points, for any model of the protocol (the zonal one stepped as itself,
+    another as a `FlatModel`; the default the zonal model with daily
+    insolation)."""
+    model = seasonal_model(grid) if model is None else resolve_any_model(model, grid)
     if stepper is None:
-        own = None if model is None else model.default_stepper()
-        stepper = "rosenbrock" if own is None else own
+        stepper = default_fixed_stepper(model, split_default="rosenbrock")
     stepper, checkpoint = _resolve_year(stepper, checkpoint, steps_per_year)
     error_tolerance = resolve_error_tolerance(error_tolerance, stepper)
-    if _is_other_model(model):
-        model, params, start, limit = flat_year_problem(
-            params, model, grid, start, stepper, steps_per_year, throw
-        )
-        if hasattr(params, "eccentricity"):
-            start = _check_orbit(start, params)
-    else:
-        model = _resolve_model(model, grid)
-        params = model.checked_params(params)
-        start = _check_orbit(model.start_state(params, start), params)
-        limit = check_stability(
-            stepper, model, params, start, 1.0 / steps_per_year, throw, steps_per_year
-        )
+    check_repeating_forcing(model)
+    check_flat_stepper(stepper, model)
+    params = check_model_params(params, model)
+    dt = 1.0 / steps_per_year
+    # What the steppers advance: the zonal model itself, or any other model's state
+    # as one flat vector.
+    model, start = stepped_problem(params, model, start, dt, steps_per_year, "start")
+    if hasattr(params, "eccentricity"):
+        start = _check_orbit(start, params)
+    limit = check_stability(stepper, model, params, start, dt, throw, steps_per_year)
     year = _Year(model, stepper, checkpoint, steps_per_year)
     return year, params, start, limit, error_tolerance
 
@@ -241,84 +239,9 @@ class _Year(eqx.Module):
         return T, worst
 
 
-class SeasonalCycle(eqx.Module):
-    """One year of the periodic steady state (or of a spin-up's last year).
-
-    **Attributes:**
-
-    - `T0`: the temperature on 1 January that one year returns to, degC.
-    - `t`: the times of the year, years (`k / steps_per_year`, from 0).
-    - `T`: the temperature at each time, shape `(time, lat)`, degC.
-    - `lat`: cell centres, degrees north.
-    - `annual_mean`: each cell's mean temperature over the year, degC.
-    - `amplitude`: half each cell's range over the year (max - min) / 2, K.
-    - `global_mean`: the global mean at each time, degC.
-    - `ice_edge`, `ice_edge_south`: each hemisphere's ice edge at each time,
-        degrees north.
-    - `annual_mean_ice_edge`, `annual_mean_ice_edge_south`: their means over the
-        year, degrees north; `ice_edge_range` and `ice_edge_south_range` (properties)
-        their annual ranges, max - min, degrees.
-    - `residual`: largest change of any cell over the year, `max |Phi(T0) - T0|`, K.
-    - `step_error`: the time stepping's estimated error over the year, K: each
-        cell's local error estimates added with their signs, forgotten over a year,
-        the largest of any cell and step (see `ebm.integrate_fixed`); for
-        `ebm.seasonal_spinup`, over every year it ran. Checked against
-        `error_tolerance`.
-    - `result`: an `ebm.RESULTS`; `RESULTS.successful` when converged.
-    - `num_steps`: Newton steps taken (years spun up, for `ebm.seasonal_spinup`).
-    - `parameter`, `values`: for the result of `ebm.periodic_sweep`, the swept
-        parameter's name and its values, along which every other field has a
-        leading axis; `None` otherwise.
-    """
-
-    T0: Temperature
-    t: Float[Array, " time"]
-    T: Float[Array, "time lat"]
-    lat: Float[Array, " lat"]
-    annual_mean: Temperature
-    amplitude: Temperature
-    global_mean: Float[Array, " time"]
-    ice_edge: Float[Array, " time"]
-    ice_edge_south: Float[Array, " time"]
-    annual_mean_ice_edge: Scalar
-    annual_mean_ice_edge_south: Scalar
-    residual: Scalar
-    step_error: Scalar
-    result: RESULTS
-    num_steps: Int[Array, ""]
-    parameter: str | None = eqx.field(static=True, default=None)
-    values: Float[Array, " point"] | None = None
-
-    def __repr__(self) -> str:
-        return with_result_names(self)
-
-    # The properties reduce over the last (time) axis: a sweep's or an ensemble's
-    # results have a leading axis.
-    @property
-    def annual_global_mean(self) -> Scalar:
-        """The global mean over the year, degC."""
-        return jnp.mean(self.global_mean, axis=-1)
-
-    @property
-    def ice_edge_range(self) -> Scalar:
-        """The northern ice edge's annual range, max - min over the year, degrees."""
-        return jnp.max(self.ice_edge, axis=-1) - jnp.min(self.ice_edge, axis=-1)
-
-    @property
-    def ice_edge_south_range(self) -> Scalar:
-        """The southern ice edge's annual range, max - min over the year, degrees."""
-        south = self.ice_edge_south
-        return jnp.max(south, axis=-1) - jnp.min(south, axis=-1)
-
-    @property
-    def converged(self):
-        """Whether the solve succeeded."""
-        return self.result == RESULTS.successful
-
-
 def _cycle(
     year: _Year,
-    T0,
+    v0,
     params,
     result,
     num_steps,
@@ -326,38 +249,27 @@ def _cycle(
     unstable,
     earlier_error=0.0,
 ) -> SeasonalCycle | PeriodicState:
-    """Run the year from `T0` and summarise it; the years before it (a spin-up)
-    had at most `earlier_error`. (An `ebm.PeriodicState` for a model other than
-    the zonal one.)"""
-    if isinstance(year.model, FlatModel):
-        return flat_cycle(
-            year, T0, params, result, num_steps, error_tolerance, unstable,
-            earlier_error,
-        )  # fmt: skip
-    T_end, T, step_error = year.trajectory(T0, params)
+    """Run the year from `v0` and summarise it as the model's result
+    (`periodic_result`: the zonal model's `ebm.SeasonalCycle`, else an
+    `ebm.PeriodicState`); the years before it (a spin-up) had at most
+    `earlier_error`."""
+    v_end, v, step_error = year.trajectory(v0, params)
     step_error = jnp.maximum(step_error, earlier_error)
-    finite = jnp.all(jnp.isfinite(T)) & jnp.all(jnp.isfinite(T_end))
+    finite = jnp.all(jnp.isfinite(v)) & jnp.all(jnp.isfinite(v_end))
     result = fixed_step_result(finite, step_error, unstable, error_tolerance, result)
-    model = year.model
-    ice_edge = jax.vmap(model.ice_edge, in_axes=(0, None))(T, params)
-    ice_edge_south = jax.vmap(lambda T: model.ice_edge(T, params, "south"))(T)
-    return SeasonalCycle(
-        T0=T0,
-        t=jnp.arange(year.steps) / year.steps,
-        T=T,
-        lat=model.grid.lat,
-        annual_mean=jnp.mean(T, axis=0),
-        amplitude=(jnp.max(T, axis=0) - jnp.min(T, axis=0)) / 2,
-        global_mean=model.grid.global_mean(T),
-        ice_edge=ice_edge,
-        ice_edge_south=ice_edge_south,
-        annual_mean_ice_edge=jnp.mean(ice_edge),
-        annual_mean_ice_edge_south=jnp.mean(ice_edge_south),
-        residual=jnp.max(jnp.abs(T_end - T0)),
-        step_error=step_error,
-        result=result,
-        num_steps=num_steps,
+    model, unflatten, t0 = stepped_model(year.model)
+    outputs = (
+        t0,
+        jnp.arange(year.steps) / year.steps,
+        unflatten(v0),
+        jax.vmap(unflatten)(v),
+        jnp.max(jnp.abs(v_end - v0)),
+        step_error,
+        result,
+        num_steps,
     )
+    own = model.periodic_result(params, *outputs)
+    return periodic_state(model, params, *outputs) if own is None else own
 
 
 def default_shooting_solver(model) -> optx.Newton:

@@ -40,9 +40,14 @@ from .._progress import progress_meter
 from .._results import raise_if_failed
 from .._zonal.grid import Grid
 from .._zonal.run import Trajectory
-from .._zonal.start import resolve_any_model, resolve_model
+from .._zonal.start import resolve_any_model
 from .checkpoints import resolve_checkpoint, spellings
-from .fixed_model import _is_other_model, check_flat_stepper, flat_problem
+from .fixed_model import (
+    check_flat_stepper,
+    default_fixed_stepper,
+    stepped_model,
+    stepped_problem,
+)
 from .options import (
     _check_positive,
     _with_checkpoints,
@@ -313,25 +318,20 @@ def integrate_fixed(
         above the stability limit, a non-finite state, or the error estimate above
         `error_tolerance`).
     """
-    other = _is_other_model(model)
-    if other:
-        # A model of the protocol as a vector field on its flat state.
-        model, params, T0 = flat_problem(params, model, grid, T0, dt, steps)
-    else:
-        model = resolve_model(model, grid)
-        params = model.checked_params(params)
-        T0 = model.start_state(params, "present" if T0 is None else T0, "T0")
+    model = resolve_any_model(model, grid)
+    params = check_model_params(params, model)
     check_count("steps", steps, 1)
     _check_positive("dt", dt)
+    # What the steppers advance: the zonal model itself, or any other model's state
+    # as one flat vector, from the start of its forcing.
+    field, T0 = stepped_problem(params, model, T0, dt, steps)
     if stepper is None:
-        own = model.model.default_stepper() if other else None
-        stepper = ("rosenbrock" if other else "imex") if own is None else own
+        stepper = default_fixed_stepper(model)
     stepper = resolve_stepper(stepper)
-    if other:
-        check_flat_stepper(stepper, model.model)
+    check_flat_stepper(stepper, model)
     error_tolerance = resolve_error_tolerance(error_tolerance, stepper)
     checkpoint = resolve_checkpoint(checkpoint)
-    limit = check_stability(stepper, model, params, T0, dt, throw)
+    limit = check_stability(stepper, field, params, T0, dt, throw)
     if isinstance(dt, jax.core.Tracer):
         # A known `dt` was checked by `_check_positive`.
         T0 = refuse_if(
@@ -340,11 +340,11 @@ def integrate_fixed(
             "`dt` must be positive and finite (years).",
         )
     try:
-        trajectory = (_integrate_fixed_flat if other else _integrate_fixed)(
+        trajectory = _integrate_fixed(
             params,
             jnp.asarray(dt, dtype=float),  # traced: any step shares the program
             steps,
-            model,
+            field,
             T0,
             stepper,
             checkpoint,
@@ -380,28 +380,15 @@ def _fixed_run(
 
 
 @eqx.filter_jit
-def _integrate_fixed_flat(params, dt, steps, model, *args):
-    """`_fixed_run` of a protocol model (a `FlatModel`), as an `ebm.Run`."""
-    v, result = _fixed_run(params, dt, steps, model, *args)
-    end = (model.t0 + dt * steps, model.unflatten(v))
-    return run_result(model.model, params, end, (None, None), result, steps, True)
-
-
-@eqx.filter_jit
 def _integrate_fixed(
-    params, dt, steps, model, T0, stepper, checkpoint, error_tolerance, limit
-) -> Trajectory:
-    T, result = _fixed_run(
-        params, dt, steps, model, T0, stepper, checkpoint, error_tolerance, limit
+    params, dt, steps, field, v0, stepper, checkpoint, error_tolerance, limit
+) -> Trajectory | Run:
+    v, result = _fixed_run(
+        params, dt, steps, field, v0, stepper, checkpoint, error_tolerance, limit
     )
-    return Trajectory(
-        T=T,
-        lat=model.grid.lat,
-        global_mean=model.grid.global_mean(T),
-        ice_edge=model.ice_edge(T, params),
-        ice_edge_south=model.ice_edge(T, params, "south"),
-        ts=None,
-        Ts=None,
-        result=result,
-        num_steps=jnp.asarray(steps),
-    )
+    model, unflatten, t0 = stepped_model(field)
+    end = (t0 + dt * steps, unflatten(v))
+    own = model.run_result(params, end, (None, None), result, steps, True)
+    if own is not None:
+        return own
+    return run_result(model, params, end, (None, None), result, steps, True)

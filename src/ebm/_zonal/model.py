@@ -49,6 +49,7 @@ from .base import (
     AbstractTerm,
     AbstractTransport,
 )
+from .cycle import SeasonalCycle, seasonal_cycle
 from .equilibrium import DEFAULT_ADJOINT, TRIDIAGONAL_ADJOINT, zonal_equilibrium
 from .fitted import check_terms_use
 from .forcing.uniform import UniformForcing
@@ -412,6 +413,11 @@ class EnergyBalanceModel(AbstractModel):
 
     start_names: ClassVar[tuple[str, ...]] = STARTS
 
+    steps_itself: ClassVar[bool] = True
+    """The fixed-step steppers advance the profile itself, with the split of
+    `local_tendency` from `transport_tendency` (`"imex"`) and the tridiagonal
+    Jacobian."""
+
     def start_state(
         self, params: AbstractParams, y: Temperature | str | None = None, name="start"
     ) -> Temperature:
@@ -478,6 +484,16 @@ class EnergyBalanceModel(AbstractModel):
     def run_result(self, params, end, saved, result, num_steps, throw) -> Trajectory:
         """An `ebm.Trajectory`: the profile, its global mean and ice edges."""
         return trajectory(self, params, end, saved, result, num_steps, throw)
+
+    def periodic_result(
+        self, params, t0, t, y0, ys, residual, step_error, result, num_steps
+    ) -> SeasonalCycle:
+        """An `ebm.SeasonalCycle`: the profiles, their means, ranges and ice
+        edges (`t0` is 0: the zonal model's year starts on 1 January)."""
+        del t0
+        return seasonal_cycle(
+            self, params, t, y0, ys, residual, step_error, result, num_steps
+        )
 
     def steady_adjoint(self) -> ImplicitAdjoint:
         """The implicit adjoint of the equilibrium: a direct solve with the

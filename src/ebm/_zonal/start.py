@@ -58,8 +58,8 @@ def resolve_any_model(model, grid: Grid | None):
     if isinstance(model, AbstractModel) and not isinstance(model, EnergyBalanceModel):
         if grid is not None:
             raise ValueError(
-                "`grid` is the zonal model's; a model of the protocol carries its own "
-                f"(got grid={grid} and {type(model).__name__})."
+                f"`grid` is for the zonal model; {type(model).__name__} carries its "
+                f"own state (`grid` is the zonal model's option; got grid={grid})."
             )
         return model
     return resolve_model(model, grid)
