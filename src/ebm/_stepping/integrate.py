@@ -121,10 +121,10 @@ def integrate(
         diffrax's implicit-explicit solvers (`KenCarp3/4/5`, `Sil3`) get the
         model split into its local and transport parts. For another model,
         `"tsit5"`, `"kvaerno5"` or any diffrax solver (default the model's
-        `default_solver()`, `Kvaerno5` where the run is stiff). For a global layer
-        model
-        (`ebm.TwoLayerModel`, `ebm.NLayerModel`) under a piecewise-linear forcing
-        (`AbruptCO2`, `OnePercentCO2`, `ForcingSeries`, `HistoricalForcing`),
+        `default_solver()`, `Kvaerno5` where the run is stiff). For a global
+        layer model (`ebm.TwoLayerModel`, `ebm.NLayerModel`) under a
+        piecewise-linear forcing (`AbruptCO2`, `OnePercentCO2`, `ForcingSeries`,
+        `HistoricalForcing`),
         `"exact"` solves the linear system exactly between the forcing's kinks and
         the saved times (mode by mode, differentiated by JAX itself; `adjoint`
         does not apply).
@@ -140,9 +140,10 @@ def integrate(
         length (for another model, from its time scales: `default_max_steps`); for
         the zonal model, twice the steps the default controller's cap implies for
         `years`, rounded up to a power of two (at least 16384), for the forward run
-        and for reverse mode alike (the recursive adjoint then stores 4 log2(max_steps)
-        checkpoints, so its memory grows like log(years)); a run whose budget
-        would pass 2**24 steps is refused up front, with an estimate of its time.
+        and for reverse mode alike (the recursive adjoint then stores
+        4 log2(max_steps) checkpoints, so its memory grows like log(years)); a run
+        whose budget would pass 2**24 steps is refused up front, with an estimate
+        of its time.
         Where the parameters are traced (inside `jit`), or `stepsize_controller`
         is given, the default is a bound of 2**22 steps.
     - `throw`: raise if the solve fails (default), else return the failure code,
