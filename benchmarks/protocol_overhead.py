@@ -5,8 +5,10 @@ points' one path through it (issue 53, `--before 1ce6c17`) slowed them.
 For each source tree (a `git worktree` of `--before`, and this checkout), one fresh
 process times the second and later calls (compiled programs, so run time only) of:
 the zonal model's equilibrium and its implicit gradient (60 cells), a 10-year run
-and its gradient under the recursive adjoint (18 cells), its fold in S0 and the
-fold's gradient, and a whole branch (`ebm.continuation`, eager, 18 cells); the
+and its gradient under the recursive adjoint (18 cells), 200 fixed steps and
+their gradient (18 cells), its fold in S0 and the fold's gradient, a whole branch
+(`ebm.continuation`, eager, 18 cells) and the seasonal cycle (daily insolation,
+12 cells, 100 steps a year, eager); the
 two-layer model's steady state and its gradient, and a 150-year 1 % a year run and
 its gradient; the sea-ice model's periodic state (20 boxes, 100 steps a year); and
 the first call of each (compile time included). A case the earlier revision lacks
@@ -66,6 +68,22 @@ cases = {
     "fold_gradient": (jax.jit(jax.grad(fold)), params),
     "continuation": (branch, params),
 }
+if hasattr(ebm, "integrate_fixed"):
+    seasonal = ebm.seasonal_model(ebm.Grid(12))
+
+    def fixed(p):
+        return ebm.integrate_fixed(p, dt=0.01, steps=200, grid=small).global_mean
+
+    def cycle(p):
+        return ebm.periodic_equilibrium(
+            p, model=seasonal, steps_per_year=100
+        ).annual_global_mean
+
+    cases.update(
+        fixed_steps=(jax.jit(fixed), params),
+        fixed_steps_gradient=(jax.jit(jax.grad(fixed)), params),
+        seasonal_periodic=(cycle, params),
+    )
 if hasattr(ebm, "TwoLayerModel"):
     two, ramp = ebm.TwoLayerModel(), ebm.TwoLayerModel(forcing=ebm.OnePercentCO2())
 
