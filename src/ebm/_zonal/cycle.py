@@ -2,8 +2,6 @@
 of `ebm.periodic_equilibrium` and `ebm.seasonal_spinup`
 (`EnergyBalanceModel.periodic_result`)."""
 
-from typing import TYPE_CHECKING
-
 import equinox as eqx
 import jax
 import jax.numpy as jnp
@@ -11,10 +9,6 @@ from jaxtyping import Array, Float, Int
 
 from .._custom_types import Scalar, Temperature
 from .._results import RESULTS, with_result_names
-
-
-if TYPE_CHECKING:
-    from .model import EnergyBalanceModel
 
 
 class SeasonalCycle(eqx.Module):
@@ -93,7 +87,7 @@ class SeasonalCycle(eqx.Module):
 
 
 def seasonal_cycle(
-    model: "EnergyBalanceModel", params, t, T0, T, residual, step_error, result,
+    model, params, t, T0, T, residual, step_error, result,
     num_steps,
 ) -> SeasonalCycle:  # fmt: skip
     """The `SeasonalCycle` of profiles `T` at the times `t` of the year, from

@@ -30,7 +30,6 @@ refuses longer runs under it.
 """
 
 import math
-from typing import TYPE_CHECKING
 
 import diffrax
 import equinox as eqx
@@ -45,11 +44,6 @@ from .._model.protocol import RunOptions
 from .._numerics.chord import tridiagonal_root_finder
 from .._numerics.tridiagonal import probe_tridiagonal
 from .._results import RESULTS, nan_unless_successful, with_result_names
-
-
-if TYPE_CHECKING:
-    from .model import EnergyBalanceModel
-    from .params import Params
 
 
 # Longest run, in units of the fastest diffusive time scale C dlat^2 / (4 D), over
@@ -94,7 +88,7 @@ def resolve_solver(solver) -> diffrax.AbstractSolver:
     )
 
 
-def model_terms(model: "EnergyBalanceModel", solver: diffrax.AbstractSolver):
+def model_terms(model, solver: diffrax.AbstractSolver):
     """The model as diffrax terms for `solver`: one `ODETerm`, or for an
     implicit-explicit solver the pair (local terms explicit, transport implicit)."""
     if isinstance(solver, IMEX_SOLVERS):
@@ -123,7 +117,7 @@ class TimeScales(eqx.Module):
 
 
 @eqx.filter_jit
-def time_scales(params: "Params", model: "EnergyBalanceModel", T: Temperature):
+def time_scales(params, model, T: Temperature):
     """The model's fastest radiative and transport time scales at `T`, years.
 
     From the Jacobians of its terms at `T` (each probed as a tridiagonal matrix from
@@ -158,7 +152,7 @@ def time_scales(params: "Params", model: "EnergyBalanceModel", T: Temperature):
     )
 
 
-def start_time_scales(params: "Params", model: "EnergyBalanceModel", T0) -> TimeScales:
+def start_time_scales(params, model, T0) -> TimeScales:
     """`time_scales` at the start of a run, not differentiated: computed on the
     values where they are known (eagerly, and under eager `grad`), so that a first
     call compiles one small program and the step count is known; else traced into
@@ -284,8 +278,8 @@ class Trajectory(eqx.Module):
 
 
 def zonal_run_options(
-    model: "EnergyBalanceModel",
-    params: "Params",
+    model,
+    params,
     y0: Temperature,
     years,
     *,
@@ -328,9 +322,7 @@ def zonal_run_options(
     )
 
 
-def trajectory(
-    model: "EnergyBalanceModel", params, end, saved, result, num_steps, throw
-):
+def trajectory(model, params, end, saved, result, num_steps, throw):
     """The `Trajectory` of a zonal run (see `EnergyBalanceModel.run_result`)."""
     grid = model.grid
     _, T = end
