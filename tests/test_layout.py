@@ -1,6 +1,6 @@
 """The package's layout, read from its source: each model family one folder that
 the entry points know only through the protocol, no circle of imports between
-folders, no file over 650 lines."""
+folders or between files, no file over 650 lines."""
 
 import ast
 import pathlib
@@ -95,6 +95,42 @@ def test_no_circle_of_imports_between_folders():
     # The model protocol and the zonal family import nothing that runs models.
     assert not reached("_model") & {"_stepping", "_steady", "_analysis", "_zonal"}
     assert not reached("_zonal") & {"_stepping", "_steady", "_analysis", "_edges"}
+
+
+def _file_imports() -> dict[str, set[str]]:
+    imports: dict[str, set[str]] = {}
+    for relative, tree in _modules():
+        package = list(relative.parts[:-1])
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ImportFrom) and node.level > 0:
+                base = package[: len(package) - (node.level - 1)]
+                targets = (
+                    [[*base, *node.module.split(".")]]
+                    if node.module
+                    else [[*base, alias.name] for alias in node.names]
+                )
+                for target in map(lambda parts: SOURCE.joinpath(*parts), targets):
+                    for path in (target.with_suffix(".py"), target / "__init__.py"):
+                        path = path.relative_to(SOURCE)
+                        if (SOURCE / path).is_file() and path != relative:
+                            imports.setdefault(str(relative), set()).add(str(path))
+                            break
+    return imports
+
+
+def test_no_circle_of_imports_between_files():
+    imports = _file_imports()
+    circles = []
+    for start in imports:
+        seen, stack = set(), [start]
+        while stack:
+            for path in imports.get(stack.pop(), ()):
+                if path == start:
+                    circles.append(start)
+                if path not in seen:
+                    seen.add(path)
+                    stack.append(path)
+    assert sorted(set(circles)) == []
 
 
 def test_no_file_over_650_lines():
