@@ -183,7 +183,8 @@ def integrate(
         check_count("max_steps", max_steps, 1)
     if dt0 is not None:
         _check_positive("dt0", dt0)
-    y0 = model.start_state(params, T0, "T0")
+    # (`"present"`, every model's `initial_state`, is the default start.)
+    y0 = model.start_state(params, "present" if T0 is None else T0, "T0")
     if isinstance(solver, str) and solver == "exact":
         t0 = run_start_time(model, t0, years)
         check_saved_times(saveat, t0, years)
@@ -325,7 +326,9 @@ def integrate_fixed(
     _check_positive("dt", dt)
     # What the steppers advance: the zonal model itself, or any other model's state
     # as one flat vector, from the start of its forcing.
-    field, T0 = stepped_problem(params, model, T0, dt, steps)
+    field, T0 = stepped_problem(
+        params, model, "present" if T0 is None else T0, dt, steps
+    )
     if stepper is None:
         stepper = default_fixed_stepper(model)
     stepper = resolve_stepper(stepper)

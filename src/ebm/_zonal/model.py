@@ -422,9 +422,9 @@ class EnergyBalanceModel(AbstractModel):
         self, params: AbstractParams, y: Temperature | str | None = None, name="start"
     ) -> Temperature:
         """`initial_profile(y, params, grid)`: a profile of shape `(n_lat,)` or one
-        of the named starts `"present"` (also `None`: the model's
-        `initial_state`), `"warm"` and `"cold"`."""
-        return initial_profile("present" if y is None else y, params, self.grid, name)
+        of the named starts `"present"`, `"warm"` and `"cold"` (`None` is refused:
+        the entry points' default is `"present"`)."""
+        return initial_profile(y, params, self.grid, name)
 
     def steady_state(
         self, params, t, start, *, solver, adjoint, max_steps, near_fold, throw
