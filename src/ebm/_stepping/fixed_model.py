@@ -2,10 +2,8 @@
 points): the model itself where it steps itself (`steps_itself`: the zonal model),
 else its state as one flat vector (`FlatModel`)."""
 
-import jax
-
 from .._model.protocol import AbstractModel
-from .._scenarios.base import AbstractScenario, run_start
+from .run import run_start_time
 from .steppers.base import AbstractStepper
 from .steppers.flat import FlatModel
 from .steppers.imex_euler import IMEXEuler
@@ -25,14 +23,7 @@ def stepped_problem(params, model: AbstractModel, start, dt, steps, name="T0"):
     y0 = model.start_state(params, start, name)
     if model.steps_itself:
         return model, y0
-    t0 = run_start(model)
-    scenario = getattr(model, "forcing", None)
-    # (A model traced inside the user's function: its series' span is checked
-    # where it was given.)
-    if isinstance(scenario, AbstractScenario) and not any(
-        isinstance(x, jax.core.Tracer) for x in (t0, dt, steps)
-    ):
-        scenario.check_span(t0, t0 + float(dt) * int(steps))
+    t0 = run_start_time(model, None, dt * steps)
     flat = FlatModel.around(model, y0, t0)
     return flat, flat.flatten(y0)
 

@@ -392,7 +392,4 @@ def _integrate_fixed(
     )
     model, unflatten, t0 = stepped_model(field)
     end = (t0 + dt * steps, unflatten(v))
-    own = model.run_result(params, end, (None, None), result, steps, True)
-    if own is not None:
-        return own
     return run_result(model, params, end, (None, None), result, steps, True)

@@ -324,9 +324,6 @@ def _integrate(
         ts, saved = solution.ts[:-1], jax.tree.map(lambda y: y[:-1], ys)
     end, saved = (solution.ts[-1], final), (ts, saved)
     num_steps = solution.stats["num_steps"]
-    own = model.run_result(params, end, saved, result, num_steps, throw)
-    if own is not None:
-        return own
     return run_result(model, params, end, saved, result, num_steps, throw)
 
 
@@ -336,10 +333,15 @@ def _one_vector(y) -> bool:
 
 
 def run_result(model, params, end, saved, result, num_steps, throw=False) -> Run:
-    """The `Run` of `model`: its state `end = (t1, y1)` at the end and `saved =
-    (ts, ys)` at the saved times (`(None, None)` for none), with each state's
-    surface temperature, global mean, top-of-atmosphere imbalance and forcing;
-    with `throw=False`, NaN (and NaN derivatives) unless `result` is a success."""
+    """The model's own result of a run (`model.run_result`: the zonal model's
+    `ebm.Trajectory`), else the `Run` of `model`: its state `end = (t1, y1)` at
+    the end and `saved = (ts, ys)` at the saved times (`(None, None)` for none),
+    with each state's surface temperature, global mean, top-of-atmosphere
+    imbalance and forcing; with `throw=False`, NaN (and NaN derivatives) unless
+    `result` is a success."""
+    own = model.run_result(params, end, saved, result, num_steps, throw)
+    if own is not None:
+        return own
     t1, final = end
     ts, states = saved
     scenario = getattr(model, "forcing", None)
