@@ -100,6 +100,35 @@ def test_one_step_solves_its_equations():
     assert np.any(E_next > 0) and np.any((E_next < 0) & (T < -1.0))
 
 
+def test_the_surface_temperature_is_solved_at_fine_grids_in_a_snowballs_summer():
+    # Where the summer sun would melt the snowball's surface without transport, the
+    # melting point's switch has no slope and each of Newton's iterations moves the
+    # melting region's edge by about a box: at n = 400 it takes 42 iterations, more
+    # than a fixed 40 allowed (the temperature was NaN, every step inaccurate, and
+    # the periodic state at F = -20 W m-2 out of reach).
+    model = ebm.SeaIceModel(400)
+    params = ebm.SeaIceParams(F=-20.0)
+    y = {"E": jnp.full(400, -130.0)}
+    T, residual = model.diagnose(0.5, y, params)
+    assert float(residual) < 1e-9
+    assert bool(jnp.all(T < 0.0))
+    _, residual = euler_step(model, 0.5, y["E"], params, 1.0 / 365)
+    assert float(residual) < 1e-9
+
+
+def test_the_surface_temperature_is_solved_where_newtons_full_steps_circle():
+    # At n = 400, F = -10 W m-2, 130 days into the fifth year from the present
+    # climate, the full steps of Newton's method for the step's temperature circle
+    # at the ice edge's box without converging (every step was inaccurate); the
+    # step halved where it would increase the residual converges.
+    run = ebm.integrate_fixed(
+        ebm.SeaIceParams(F=-10.0), model=ebm.SeaIceModel(400), dt=1.0 / 365,
+        steps=4 * 365 + 130, throw=False,
+    )  # fmt: skip
+    assert bool(run.result == ebm.RESULTS.successful)
+    assert bool(jnp.all(jnp.isfinite(run.T)))
+
+
 @pytest.fixture(scope="module")
 def cycle():
     return ebm.periodic_equilibrium(PARAMS, model=MODEL, steps_per_year=STEPS)

@@ -54,6 +54,7 @@ from .surface import (
     NEWTON_FAILED,
     NEWTON_STEPS,
     NEWTON_TOLERANCE,
+    SMALLEST_STEP,
     below_melting,
     ice_cover,
     ice_enthalpy,
@@ -237,8 +238,10 @@ class SeaIceModel(AbstractModel):
 
         with `absorbed` $= a$ (`a S - A + F`, W m-2) and $\Theta$ = `temperature_of`
         (`dt = 0`: the temperature of `E` itself), by Newton's method on its
-        tridiagonal Jacobian from the temperature without transport, differentiated
-        implicitly; and the largest residual left, K."""
+        tridiagonal Jacobian from the temperature without transport (at most
+        `NEWTON_STEPS` + `n` iterations, each step halved while it would increase
+        the residual's sum of squares), differentiated implicitly; and the largest
+        residual left, K."""
         transport = self.transport_matrix(params)
 
         def arguments(T):
@@ -270,12 +273,30 @@ class SeaIceModel(AbstractModel):
         def newton(f, T):
             def cond(carry):
                 _, r, i = carry
-                return (jnp.max(jnp.abs(r)) > NEWTON_TOLERANCE) & (i < NEWTON_STEPS)
+                limit = NEWTON_STEPS + self.n
+                return (jnp.max(jnp.abs(r)) > NEWTON_TOLERANCE) & (i < limit)
 
             def body(carry):
                 T, r, i = carry
-                T = T - jacobian(T).solve(r)
-                return T, f(T), i + 1
+                step = jacobian(T).solve(r)
+                size = jnp.sum(r**2)
+
+                # Backtracking: where the full step leaves a larger residual (at
+                # the ice edge's switches Newton's full steps can circle without
+                # converging), halve it until the residual decreases.
+                def larger(trial):
+                    scale, _, r_new = trial
+                    return ~(jnp.sum(r_new**2) < size) & (scale > SMALLEST_STEP)
+
+                def halve(trial):
+                    scale = 0.5 * trial[0]
+                    T_new = T - scale * step
+                    return scale, T_new, f(T_new)
+
+                T_new = T - step
+                trial = (jnp.ones((), T.dtype), T_new, f(T_new))
+                _, T_new, r_new = jax.lax.while_loop(larger, halve, trial)
+                return T_new, r_new, i + 1
 
             T, r, _ = jax.lax.while_loop(cond, body, (T, f(T), 0))
             return T, jnp.max(jnp.abs(r))

@@ -15,7 +15,15 @@ NEWTON_TOLERANCE = 1e-9
 method accepts."""
 
 NEWTON_STEPS = 40
-"""Newton's iteration limit for the surface temperature."""
+"""Newton's iteration limit for the surface temperature, besides one iteration per
+box of the grid: where the surface is at the melting point, the melting
+temperature's switch has no slope, so that an iteration can move the edge of the
+melting region by only about one box (a snowball's summer surface, cooled by
+transport to the winter side, leaves the melting point box by box)."""
+
+SMALLEST_STEP = 2.0**-20
+"""The shortest fraction of Newton's step for the surface temperature that its
+backtracking tries."""
 
 NEWTON_FAILED = 1e-6
 """A residual, K, above which Newton's method for the surface temperature has
