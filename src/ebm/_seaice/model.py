@@ -240,8 +240,8 @@ class SeaIceModel(AbstractModel):
         (`dt = 0`: the temperature of `E` itself), by Newton's method on its
         tridiagonal Jacobian from the temperature without transport (at most
         `NEWTON_STEPS` + `n` iterations, each step halved while it would increase
-        the residual's sum of squares), differentiated implicitly; and the largest
-        residual left, K."""
+        the residual's sum of squares, stopping where no halving does),
+        differentiated implicitly; and the largest residual left, K."""
         transport = self.transport_matrix(params)
 
         def arguments(T):
@@ -272,12 +272,13 @@ class SeaIceModel(AbstractModel):
 
         def newton(f, T):
             def cond(carry):
-                _, r, i = carry
+                _, r, i, stalled = carry
                 limit = NEWTON_STEPS + self.n
-                return (jnp.max(jnp.abs(r)) > NEWTON_TOLERANCE) & (i < limit)
+                unsolved = jnp.max(jnp.abs(r)) > NEWTON_TOLERANCE
+                return unsolved & (i < limit) & ~stalled
 
             def body(carry):
-                T, r, i = carry
+                T, r, i, _ = carry
                 step = jacobian(T).solve(r)
                 size = jnp.sum(r**2)
 
@@ -296,9 +297,13 @@ class SeaIceModel(AbstractModel):
                 T_new = T - step
                 trial = (jnp.ones((), T.dtype), T_new, f(T_new))
                 _, T_new, r_new = jax.lax.while_loop(larger, halve, trial)
-                return T_new, r_new, i + 1
+                # No step along Newton's direction reduces the residual: the next
+                # iteration, from (nearly) here, would not either.
+                stalled = ~(jnp.sum(r_new**2) < size)
+                return T_new, r_new, i + 1, stalled
 
-            T, r, _ = jax.lax.while_loop(cond, body, (T, f(T), 0))
+            start = (T, f(T), 0, jnp.array(False))
+            T, r, _, _ = jax.lax.while_loop(cond, body, start)
             return T, jnp.max(jnp.abs(r))
 
         def tangent_solve(linear, value):
