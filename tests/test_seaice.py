@@ -81,6 +81,34 @@ def test_the_temperature_is_continuous_through_the_ice_edge_and_the_melting_poin
         assert float(jnp.max(jnp.abs(T))) < 1e-5
 
 
+def test_the_temperature_rises_with_the_enthalpy_at_any_budget():
+    # WE15's T(E) never falls as E rises (0 or below under ice, E / cw above 0);
+    # the blended one must not either. With E / cw in the water's part, the blend
+    # of a negative E / cw with a melting surface's 0 fell by 0.01 K per W yr m-2
+    # just below E = 0, and a step's equations (their Jacobian 1 + dt dT/dE times
+    # the transport's ~ 2 D n^2) lost their unique solution at fine grids.
+    E = jnp.linspace(-6.0, 6.0, 2401)
+    slope = jax.vmap(jax.grad(MODEL.temperature_of), (0, None, None))
+    for budget in np.linspace(-300.0, 300.0, 25):
+        for params in (PARAMS, ebm.SeaIceParams(enthalpy_width=2.0, melt_width=0.5)):
+            assert float(jnp.min(slope(E, budget, params))) >= -1e-12, budget
+
+
+def test_a_long_step_near_the_summer_ice_edge_is_solved():
+    # At n = 50, a step of a tenth of a year in summer from thin ice poleward of
+    # x = 0.317: with the falling blend (above) the step's equations had no
+    # solution that Newton's method could reach (residual 1e-3 K, the step
+    # inaccurate); the same failure, at 365 steps a year and n = 400, stopped every
+    # spin-up and periodic state at F = -10 W m-2.
+    model = ebm.SeaIceModel(50)
+    x = model.x
+    edge = 0.3 + 0.67 / 39
+    E = jnp.where(x < edge, 20.0 * (edge - x), -0.2 * 50 * (x - edge))
+    absorbed = model.absorbed(0.5, E, PARAMS)
+    _, residual = model.implicit_temperature(E, absorbed, PARAMS, 0.1)
+    assert float(residual) < 1e-9
+
+
 def test_one_step_solves_its_equations():
     y = MODEL.initial_state(PARAMS)
     E = y["E"] - 150.0  # ice poleward of about 40 degrees

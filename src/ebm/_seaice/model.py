@@ -26,15 +26,20 @@ $$\partial_t E = a S - A - B T + F + \mathcal{D}T + F_b.$$
 **Differentiable switches.** The two switches are blended: the ice cover is
 $w = \tfrac12(1 - \tanh(E / \Delta_E))$ (it weighs the co-albedo and the two
 temperatures), the ice enthalpy is $e = \Delta_E \log(1 + e^{-E/\Delta_E})$ (so that
-$h = e / L_f$), and $\min(T_0, 0) \approx -\Delta_T \log(1 + e^{-T_0/\Delta_T})$:
+$h = e / L_f$), the open water's is $E + e$ (the blended $\max(E, 0)$), and
+$\min(T_0, 0) \approx -\Delta_T \log(1 + e^{-T_0/\Delta_T})$:
 
-$$T = (1 - w)\,\frac{E}{c_w} + w\,\mathrm{min}_{\Delta_T}\!\left(
+$$T = (1 - w)\,\frac{E + e}{c_w} + w\,\mathrm{min}_{\Delta_T}\!\left(
 \frac{(a S - A + F + \mathcal{D}T)\,e}{B e + k L_f},\ 0\right),$$
 
 with the widths $\Delta_E$ = `enthalpy_width` (W yr m-2) and $\Delta_T$ =
 `melt_width` (K). As both go to 0 this is Wagner & Eisenman's model; at 0 the
-switches are their steps. $T$ depends on $\mathcal{D}T$, so it is found by Newton's
-method on a tridiagonal system (`surface_temperature_of`).
+switches are their steps. Like theirs, $T$ never falls as $E$ rises (with $E / c_w$
+in the water's part it would, just below $E = 0$ under a melting surface). $T$
+depends on $\mathcal{D}T$, so it is found by Newton's method on a tridiagonal
+system (`implicit_temperature`), whose Jacobian, because $T$ rises with $E$ and with
+the budget, is an M-matrix (diagonally dominant, positive diagonal): the system has
+one solution.
 """
 
 import equinox as eqx
@@ -227,7 +232,10 @@ class SeaIceModel(AbstractModel):
         e = ice_enthalpy(E, params.enthalpy_width)
         T0 = budget * e / (params.B * e + params.k * params.Lf)
         ice = below_melting(T0, params.melt_width)
-        return (1.0 - cover) * E / params.cw + cover * ice
+        # The open water's enthalpy is the blended `max(E, 0) = E + e`, as the
+        # ice's is `e`: with `E` itself, the blend of a negative `E / cw` with a
+        # melting surface's 0 would fall as `E` rises below 0.
+        return (1.0 - cover) * (E + e) / params.cw + cover * ice
 
     def implicit_temperature(self, E, absorbed, params, dt=0.0):
         r"""The temperature `T` of the enthalpy that a backward-Euler step of `dt`
