@@ -280,6 +280,32 @@ def test_an_inaccurate_year_names_the_models_own_switches_and_units():
     assert "after a retry from a spin-up of 104 years: `retry_years`" in message
 
 
+class _Unsolved(ebm.SeaIceEuler):
+    """SeaIceEuler whose every step reports its surface temperature unsolved (an
+    infinite error estimate), as its own step does where Newton's method fails."""
+
+    def step(self, model, state, t, v, params, dt):
+        v_next, error = super().step(model, state, t, v, params, dt)
+        return v_next, jnp.full_like(error, jnp.inf)
+
+
+def test_a_step_that_did_not_solve_its_equations_says_so():
+    # Not "the error exceeds `error_tolerance`" (an infinite error that no tolerance
+    # admits): what the step did not solve, and what helps.
+    run = ebm.integrate_fixed(
+        PARAMS, model=MODEL, dt=1.0 / STEPS, steps=2, stepper=_Unsolved(), throw=False
+    )
+    assert run.result == ebm.RESULTS.unsolved_step
+    with pytest.raises(Exception, match="did not solve") as raised:
+        ebm.seasonal_spinup(
+            PARAMS, model=MODEL, years=1, steps_per_year=STEPS, stepper=_Unsolved()
+        )
+    message = str(raised.value)
+    assert "did not solve its equations for the surface temperature" in message
+    assert "wider switches (`enthalpy_width`, `melt_width`)" in message
+    assert "error_tolerance" not in message and "inf " not in message
+
+
 def test_a_failed_shooting_is_retried_after_a_longer_spin_up(cycle):
     # Newton's method from the start itself (no spin-up) does not converge in 4
     # steps; after 40 years of spin-up it does, to the periodic state the default

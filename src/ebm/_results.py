@@ -27,6 +27,13 @@ class RESULTS(diffrax.RESULTS):  # pyright: ignore[reportGeneralTypeIssues]
         "a sharp ice edge, where the linearly implicit steppers go wrong), or widen "
         "the model's switches (`model.switch_widths` names them)."
     )
+    unsolved_step = (
+        "A step of the fixed-step run did not solve its own implicit equations (for "
+        "ebm.SeaIceEuler, the surface temperature), so that its error estimate is "
+        "infinite: take more steps per year (`steps_per_year`) or a smaller `dt`, or "
+        "widen the model's switches (`model.switch_widths` names them); a larger "
+        "`error_tolerance` does not help."
+    )
     step_too_small = (
         "The continuation step fell below `min_step`: the corrector did not converge "
         "even for tiny steps (a corner sharper than the grid resolves, or a "

@@ -25,7 +25,8 @@ first order in $\Delta t$.
 The step's error is estimated by step doubling, as for the Euler steppers (twice the
 difference between one step and two half steps), in W yr m-2; where Newton's method
 did not solve the step's equations (a residual above `NEWTON_FAILED`), it is
-infinite, so that the run says its step was inaccurate.
+infinite, so that the run says that a step did not solve its equations
+(`RESULTS.unsolved_step`).
 """
 
 from typing import ClassVar
@@ -57,6 +58,8 @@ class SeaIceEuler(AbstractStepper):
 
     stability_bound: ClassVar[str] = "nothing: it is stable at any step"
 
+    implicit_equations: ClassVar[str] = "its equations for the surface temperature"
+
     def init(self, model, params, T0, dt):
         del params, T0, dt
         # The sea-ice model's own step (its implicit surface temperature), whose
@@ -85,7 +88,7 @@ class SeaIceEuler(AbstractStepper):
         halfway, residual_half = advance(v, t, 0.5 * dt)
         two_halves, residual_two = advance(halfway, t + 0.5 * dt, 0.5 * dt)
         residual = jnp.maximum(residual, jnp.maximum(residual_half, residual_two))
-        # A Newton solve that failed makes the step inaccurate whatever its sign.
+        # A Newton solve that failed makes the error infinite whatever its sign.
         error = 2.0 * (v_next - two_halves)
         error = jnp.where(residual <= NEWTON_FAILED, error, jnp.inf)
         return v_next, jax.lax.stop_gradient(error)

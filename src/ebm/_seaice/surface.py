@@ -27,7 +27,8 @@ backtracking tries."""
 
 NEWTON_FAILED = 1e-6
 """A residual, K, above which Newton's method for the surface temperature has
-failed: the temperature is then NaN, and a step that needed it inaccurate."""
+failed: the temperature is then NaN, and a step that needed it unsolved (its error
+estimate infinite)."""
 
 
 def _smooth(width, hard, smooth):

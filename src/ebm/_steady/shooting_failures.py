@@ -14,8 +14,8 @@ from .periodic_models import PeriodicState
 def inaccurate_message(cycle, error_tolerance, year, steps_per_year) -> str | None:
     """The time-stepping error's refusal with its numbers, in the state's units, and
     the remedies that apply to the year's stepper and model (its own switch
-    widths), where the run is known to have failed by it; else `None` (the
-    result's own message)."""
+    widths), where the run is known to have failed by it or by a step that did not
+    solve its own equations; else `None` (the result's own message)."""
     stepper = year.stepper
     model = year.model.model if isinstance(year.model, FlatModel) else year.model
     units = (
@@ -25,8 +25,11 @@ def inaccurate_message(cycle, error_tolerance, year, steps_per_year) -> str | No
     if cycle.result.is_traced() or step_error is None:
         return None
     inaccurate = np.asarray(cycle.result == RESULTS.inaccurate_step)
+    unsolved = np.asarray(cycle.result == RESULTS.unsolved_step)
     successful = np.asarray(cycle.result == RESULTS.successful)
-    if not (np.any(inaccurate) and np.all(inaccurate | successful)):
+    if not (
+        np.any(inaccurate | unsolved) and np.all(inaccurate | unsolved | successful)
+    ):
         return None
     remedies = [f"more steps per year (`steps_per_year`, now {steps_per_year})"]
     # ('imex' is the zonal model's alone.)
@@ -39,6 +42,13 @@ def inaccurate_message(cycle, error_tolerance, year, steps_per_year) -> str | No
     widths = ", ".join(f"`{name}`" for name in model.switch_widths)
     if widths:
         remedies.append(f"wider switches ({widths})")
+    if np.any(unsolved):
+        # An infinite estimate: no tolerance admits it.
+        return (
+            f"A step of the year with {type(stepper).__name__} and {steps_per_year} "
+            f"steps a year did not solve {stepper.implicit_equations}, so that its "
+            f"error estimate is infinite. Take {' or '.join(remedies)}."
+        )
     remedies.append("a larger `error_tolerance` if that error is acceptable")
     return (
         f"The fixed-step run's estimated time-stepping error, "

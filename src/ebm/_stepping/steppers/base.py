@@ -73,6 +73,10 @@ class AbstractStepper(eqx.Module):
     stability_alternative: ClassVar[str] = "another stepper"
     """What to use instead of a too-large step, for the same message."""
 
+    implicit_equations: ClassVar[str] = "its implicit equations"
+    """What a step solves, for the message of a step that did not (an infinite
+    error estimate from `step`)."""
+
     @abc.abstractmethod
     def init(
         self, model: EnergyBalanceModel, params: Params, T0: Temperature, dt

@@ -122,11 +122,13 @@ def fixed_step_result(
     finite, step_error, unstable, error_tolerance, otherwise=RESULTS.successful
 ) -> RESULTS:
     """The result of a fixed-step run, the likeliest cause first: a step above the
-    stability limit, then a non-finite state, then an error estimate (the largest
+    stability limit, then a non-finite state, then a step that did not solve its
+    own equations (an infinite error estimate), then an error estimate (the largest
     of `accumulate_error`'s, K) above `error_tolerance` (NaN counts as above), else
     `otherwise`."""
     inaccurate = jnp.logical_not(step_error <= error_tolerance)
     result = RESULTS.where(inaccurate, RESULTS.inaccurate_step, otherwise)
+    result = RESULTS.where(jnp.isposinf(step_error), RESULTS.unsolved_step, result)
     result = RESULTS.where(finite, result, RESULTS.nonfinite_state)
     return RESULTS.where(unstable, RESULTS.unstable_step, result)
 
