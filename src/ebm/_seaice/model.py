@@ -25,8 +25,9 @@ $$\partial_t E = a S - A - B T + F + \mathcal{D}T + F_b.$$
 
 **Differentiable switches.** The two switches are blended: the ice cover is
 $w = \tfrac12(1 - \tanh(E / \Delta_E))$ (it weighs the co-albedo and the two
-temperatures), the ice enthalpy is $e = \Delta_E \log(1 + e^{-E/\Delta_E})$ (so that
-$h = e / L_f$), the open water's is $E + e$ (the blended $\max(E, 0)$), and
+temperatures), the ice's enthalpy deficit is $e = \Delta_E \log(1 + e^{-E/\Delta_E})$
+(the blended $\max(-E, 0)$, so that $h = e / L_f$), the open water's enthalpy is
+$E + e$ (the blended $\max(E, 0)$), and
 $\min(T_0, 0) \approx -\Delta_T \log(1 + e^{-T_0/\Delta_T})$:
 
 $$T = (1 - w)\,\frac{E + e}{c_w} + w\,\mathrm{min}_{\Delta_T}\!\left(
@@ -241,10 +242,10 @@ class SeaIceModel(AbstractModel):
         r"""The temperature `T` of the enthalpy that a backward-Euler step of `dt`
         from `E` reaches,
 
-        $$T = \Theta\left(E + \Delta t\,(a + \mathcal{D}T - B T + F_b),\
-        a + \mathcal{D}T\right)$$
+        $$T = \Theta\left(E + \Delta t\,(Q + \mathcal{D}T - B T + F_b),\
+        Q + \mathcal{D}T\right)$$
 
-        with `absorbed` $= a$ (`a S - A + F`, W m-2) and $\Theta$ = `temperature_of`
+        with `absorbed` $= Q$ (`a S - A + F`, W m-2) and $\Theta$ = `temperature_of`
         (`dt = 0`: the temperature of `E` itself), by Newton's method on its
         tridiagonal Jacobian from the temperature without transport (at most
         `NEWTON_STEPS` + `n` iterations, each step halved while it would increase

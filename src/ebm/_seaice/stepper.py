@@ -6,7 +6,7 @@ temperature $T$,
 
 $$E_{n+1} = E_n + \Delta t\,\left(a(E_n)\,S(t_n + \tfrac{\Delta t}{2}) - A + F
 + \mathcal{D}T - B T + F_b\right), \qquad T = \Theta\!\left(E_{n+1},\
-a(E_n) S - A + F + \mathcal{D}T\right),$$
+a(E_n)\,S(t_n + \tfrac{\Delta t}{2}) - A + F + \mathcal{D}T\right),$$
 
 where $\Theta$ is the model's blended temperature of an enthalpy and a surface
 budget (`SeaIceModel.temperature_of`): backward Euler in the temperature (the
