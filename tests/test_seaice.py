@@ -296,6 +296,12 @@ def test_a_step_that_did_not_solve_its_equations_says_so():
         PARAMS, model=MODEL, dt=1.0 / STEPS, steps=2, stepper=_Unsolved(), throw=False
     )
     assert run.result == ebm.RESULTS.unsolved_step
+    # An infinite tolerance turns the check off, as for the error estimate (the
+    # switches as steps leave some steps unsolved; the reference comparisons run
+    # them so).
+    settings = dict(model=MODEL, dt=1.0 / STEPS, steps=2, stepper=_Unsolved())
+    unchecked = ebm.integrate_fixed(PARAMS, error_tolerance=float("inf"), **settings)
+    assert unchecked.result == ebm.RESULTS.successful
     with pytest.raises(Exception, match="did not solve") as raised:
         ebm.seasonal_spinup(
             PARAMS, model=MODEL, years=1, steps_per_year=STEPS, stepper=_Unsolved()

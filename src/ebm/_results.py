@@ -31,8 +31,8 @@ class RESULTS(diffrax.RESULTS):  # pyright: ignore[reportGeneralTypeIssues]
         "A step of the fixed-step run did not solve its own implicit equations (for "
         "ebm.SeaIceEuler, the surface temperature), so that its error estimate is "
         "infinite: take more steps per year (`steps_per_year`) or a smaller `dt`, or "
-        "widen the model's switches (`model.switch_widths` names them); a larger "
-        "`error_tolerance` does not help."
+        "widen the model's switches (`model.switch_widths` names them); no finite "
+        "`error_tolerance` admits it (inf turns the check off)."
     )
     step_too_small = (
         "The continuation step fell below `min_step`: the corrector did not converge "

@@ -43,7 +43,7 @@ def inaccurate_message(cycle, error_tolerance, year, steps_per_year) -> str | No
     if widths:
         remedies.append(f"wider switches ({widths})")
     if np.any(unsolved):
-        # An infinite estimate: no tolerance admits it.
+        # An infinite estimate: no finite tolerance admits it.
         return (
             f"A step of the year with {type(stepper).__name__} and {steps_per_year} "
             f"steps a year did not solve {stepper.implicit_equations}, so that its "

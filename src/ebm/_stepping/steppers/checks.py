@@ -125,10 +125,12 @@ def fixed_step_result(
     stability limit, then a non-finite state, then a step that did not solve its
     own equations (an infinite error estimate), then an error estimate (the largest
     of `accumulate_error`'s, K) above `error_tolerance` (NaN counts as above), else
-    `otherwise`."""
+    `otherwise`. An infinite `error_tolerance` turns both checks off (the switches
+    as steps, widths 0, leave some of `SeaIceEuler`'s steps unsolved)."""
     inaccurate = jnp.logical_not(step_error <= error_tolerance)
     result = RESULTS.where(inaccurate, RESULTS.inaccurate_step, otherwise)
-    result = RESULTS.where(jnp.isposinf(step_error), RESULTS.unsolved_step, result)
+    unsolved = jnp.isposinf(step_error) & jnp.isfinite(error_tolerance)
+    result = RESULTS.where(unsolved, RESULTS.unsolved_step, result)
     result = RESULTS.where(finite, result, RESULTS.nonfinite_state)
     return RESULTS.where(unstable, RESULTS.unstable_step, result)
 
