@@ -292,14 +292,12 @@ class _Unsolved(ebm.SeaIceEuler):
 def test_a_step_that_did_not_solve_its_equations_says_so():
     # Not "the error exceeds `error_tolerance`" (an infinite error that no tolerance
     # admits): what the step did not solve, and what helps.
-    run = ebm.integrate_fixed(
-        PARAMS, model=MODEL, dt=1.0 / STEPS, steps=2, stepper=_Unsolved(), throw=False
-    )
+    settings = dict(model=MODEL, dt=1.0 / STEPS, steps=2, stepper=_Unsolved())
+    run = ebm.integrate_fixed(PARAMS, throw=False, **settings)
     assert run.result == ebm.RESULTS.unsolved_step
     # An infinite tolerance turns the check off, as for the error estimate (the
     # switches as steps leave some steps unsolved; the reference comparisons run
     # them so).
-    settings = dict(model=MODEL, dt=1.0 / STEPS, steps=2, stepper=_Unsolved())
     unchecked = ebm.integrate_fixed(PARAMS, error_tolerance=float("inf"), **settings)
     assert unchecked.result == ebm.RESULTS.successful
     with pytest.raises(Exception, match="did not solve") as raised:
