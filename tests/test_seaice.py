@@ -667,3 +667,76 @@ def test_the_s1_0_steady_state_is_a_long_spin_up_and_differentiable():
         ]
         difference = (float(polar(moved[0])) - float(polar(moved[1]))) / (2 * step)
         assert float(getattr(gradient, name)) == pytest.approx(difference, rel=1e-6)
+
+
+# --- Multiple shooting: the unstable states between the folds -------------------
+
+
+@pytest.fixture(scope="module")
+def unstable_state(steady_loop):
+    """A state of the S1 = 0 branch's first unstable piece (between its first two
+    folds, an ice cap): its F, its steady state (from the folds' states) and its
+    year's leading multiplier."""
+    from ebm._steady.periodic_sweep import leading_multiplier
+    from ebm._steady.seasonal import _setup
+
+    low, high = steady_loop.folds[:2]
+    w = 0.9
+    params = replace(STEADY, "F", (1 - w) * low.value + w * high.value)
+    guess = {"E": (1 - w) * low.state["E"] + w * high.state["E"]}
+    state = ebm.equilibrium(params, model=MODEL, start=guess).state
+    year, _, start, _, _ = _setup(
+        params, MODEL, None, state, None, "none", STEPS, None, True
+    )  # fmt: skip
+    return params, state, float(leading_multiplier(year, start, params))
+
+
+def test_multiple_shooting_finds_a_state_that_one_year_of_shooting_leaves(
+    unstable_state,
+):
+    params, state, multiplier = unstable_state
+    # A year magnifies a change of the state by hundreds: one year of shooting from
+    # 0.01 W yr m-2 away lands on another state; five segments, each magnifying it
+    # by the fifth root (about 4), return to this one.
+    assert multiplier > 100.0
+    start = {"E": state["E"] + 0.01}
+    settings = dict(
+        model=MODEL, start=start, steps_per_year=STEPS, spinup_years=0,
+        retry_years=0,
+    )  # fmt: skip
+    single = ebm.periodic_equilibrium(params, throw=False, **settings)
+    assert float(jnp.max(jnp.abs(single.state0["E"] - state["E"]))) > 1.0
+    cycle = ebm.periodic_equilibrium(params, segments=5, **settings)
+    assert float(cycle.residual) < 1e-10
+    # Without a seasonal cycle the periodic state is the steady state, all year.
+    np.testing.assert_allclose(
+        cycle.states["E"], np.broadcast_to(state["E"], (STEPS, N)), atol=1e-8
+    )
+
+    def polar(p):
+        shot = ebm.periodic_equilibrium(p, segments=5, **settings)
+        return shot.states["E"][STEPS // 2, -1]
+
+    gradient = jax.grad(polar)(params)
+    step = 1e-5
+    for name in ("D", "F"):
+        moved = [
+            replace(params, name, getattr(params, name) + s) for s in (step, -step)
+        ]
+        difference = (float(polar(moved[0])) - float(polar(moved[1]))) / (2 * step)
+        assert float(getattr(gradient, name)) == pytest.approx(difference, rel=1e-6)
+
+
+def test_multiple_shooting_finds_the_seasonal_cycle_of_one_year(cycle):
+    split = ebm.periodic_equilibrium(
+        PARAMS, model=MODEL, steps_per_year=STEPS, segments=4
+    )
+    # The segments meet, and the year they make is single shooting's, with the
+    # same error estimate carried through it.
+    assert float(split.residual) < 1e-8
+    np.testing.assert_allclose(split.states["E"], cycle.states["E"], atol=1e-8)
+    assert float(split.step_error) == pytest.approx(float(cycle.step_error), rel=1e-6)
+    with pytest.raises(ValueError, match="segments=3 must divide steps_per_year=100"):
+        ebm.periodic_equilibrium(PARAMS, model=MODEL, steps_per_year=STEPS, segments=3)
+    with pytest.raises(ValueError, match="segments"):
+        ebm.periodic_equilibrium(PARAMS, model=MODEL, steps_per_year=STEPS, segments=0)

@@ -299,7 +299,7 @@ def _cycle_block(problem: ShootingProblem, y, error_tolerance):
     def one(y):
         params = problem.params_at(y[-1])
         return _cycle(
-            problem.year, y[:-1], params, RESULTS.successful, jnp.array(0),
+            problem.year, y[None, :-1], params, RESULTS.successful, jnp.array(0),
             error_tolerance, jnp.array(False),
         )  # fmt: skip
 

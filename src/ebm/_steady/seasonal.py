@@ -168,6 +168,12 @@ def _state_step(index, T, args):
     return step_with_error(stepper, model, stepper_state, t, T, params, dt)[0]
 
 
+def _offset_step(index, T, args):
+    """`_state_step` of a segment whose first step is `first`."""
+    args, first = args
+    return _state_step(first + index, T, args)
+
+
 def _no_error(T0):
     """The carry of `_fixed_step` at the start of a year: no error yet."""
     return T0, jnp.zeros_like(T0), jnp.zeros((), T0.dtype)
@@ -209,15 +215,43 @@ class _Year(eqx.Module):
         args = self._args(params, T0)
         return self.checkpoint.loop(_state_step, T0, args, self.steps)
 
-    def trajectory(self, T0, params):
-        """The state at the start of every step, the year's end and its error."""
-        args = self._args(params, T0)
+    def segment_ends(self, starts, params):
+        """Each segment's end from its start: the year split into `K =
+        starts.shape[0]` segments of equal steps, segment `k` from `starts[k]`
+        (run side by side; one segment is the year's `flow`)."""
+        segments = starts.shape[0]
+        if segments == 1:
+            return self.flow(starts[0], params)[None]
+        length = self.steps // segments
+        # The stepper's fixed part from the year's start, as a year's run has it.
+        args = self._args(params, starts[0])
+
+        def segment(T0, first):
+            return self.checkpoint.loop(_offset_step, T0, (args, first), length)
+
+        return jax.vmap(segment)(starts, jnp.arange(segments) * length)
+
+    def trajectory(self, starts, params):
+        """The state at the start of every step, each segment's end and the year's
+        error: segment `k` of `K = starts.shape[0]` from `starts[k]` (one: the
+        year from `starts[0]`), the error estimate carried through the year."""
+        segments, length = starts.shape[0], self.steps // starts.shape[0]
+        args = self._args(params, starts[0])
 
         def body(carry, index):
             return _fixed_step(index, carry, args), carry[0]
 
-        (T_end, _, error), T = jax.lax.scan(body, _no_error(T0), jnp.arange(self.steps))
-        return T_end, T, error
+        def segment(carry, inputs):
+            first, T0 = inputs
+            _, error, worst = carry
+            indices = first + jnp.arange(length)
+            (T_end, error, worst), T = jax.lax.scan(body, (T0, error, worst), indices)
+            return (T_end, error, worst), (T_end, T)
+
+        firsts = jnp.arange(segments) * length
+        start = _no_error(starts[0])
+        (_, _, error), (ends, T) = jax.lax.scan(segment, start, (firsts, starts))
+        return ends, T.reshape((self.steps,) + starts.shape[1:]), error
 
     def spin(self, T0, params, years, meter=diffrax.NoProgressMeter()):
         """`T0` after `years` years, and the largest year's error estimate (not
@@ -241,7 +275,7 @@ class _Year(eqx.Module):
 
 def _cycle(
     year: _Year,
-    v0,
+    starts,
     params,
     result,
     num_steps,
@@ -249,21 +283,23 @@ def _cycle(
     unstable,
     earlier_error=0.0,
 ) -> SeasonalCycle | PeriodicState:
-    """Run the year from `v0` and summarise it as the model's result
+    """Run the year's segments from `starts` (shape `(segments, size)`: one, the
+    year from 1 January) and summarise it as the model's result
     (`periodic_result`: the zonal model's `ebm.SeasonalCycle`, else an
     `ebm.PeriodicState`); the years before it (a spin-up) had at most
-    `earlier_error`."""
-    v_end, v, step_error = year.trajectory(v0, params)
+    `earlier_error`. The residual is the largest mismatch between a segment's end
+    and the next segment's start (the last's: the first's)."""
+    ends, v, step_error = year.trajectory(starts, params)
     step_error = jnp.maximum(step_error, earlier_error)
-    finite = jnp.all(jnp.isfinite(v)) & jnp.all(jnp.isfinite(v_end))
+    finite = jnp.all(jnp.isfinite(v)) & jnp.all(jnp.isfinite(ends))
     result = fixed_step_result(finite, step_error, unstable, error_tolerance, result)
     model, unflatten, t0 = stepped_model(year.model)
     outputs = (
         t0,
         jnp.arange(year.steps) / year.steps,
-        unflatten(v0),
+        unflatten(starts[0]),
         jax.vmap(unflatten)(v),
-        jnp.max(jnp.abs(v_end - v0)),
+        jnp.max(jnp.abs(ends - jnp.roll(starts, -1, axis=0))),
         step_error,
         result,
         num_steps,
@@ -272,22 +308,35 @@ def _cycle(
     return periodic_state(model, params, *outputs) if own is None else own
 
 
-def default_shooting_solver(model) -> optx.Newton:
+def default_shooting_solver(model, segments: int = 1) -> optx.Newton:
     """Newton's method with GMRES, to `rtol = 1e-10` and an `atol` of 1e-10 K (the
-    zonal model) or the model's own `shooting_tolerance`, in its state's units."""
+    zonal model) or the model's own `shooting_tolerance`, in its state's units;
+    for `segments` of the year (multiple shooting), a Krylov space as many times
+    longer."""
     atol = 1e-10 if model is None else model.shooting_tolerance()
-    return optx.Newton(rtol=1e-10, atol=atol, linear_solver=_krylov(1e-6, 1e-6))
+    linear_solver = _krylov(1e-6, 1e-6, segments)
+    return optx.Newton(rtol=1e-10, atol=atol, linear_solver=linear_solver)
 
 
-def _shooting_residual(T0, args):
+def _shooting_residual(Z, args):
+    r"""The shooting equations $\phi_k(Z_{k-1}) - Z_k$, $k = 0 .. K-1$ (indices
+    modulo $K$): $\phi_k$ runs segment $k$ of the year, and $Z_k$ is the state at
+    its end, so that $Z_{K-1}$ is the state on 1 January. With one segment,
+    $\Phi(T_0) - T_0$. Taking the segments' ends (not starts) as the unknowns
+    makes the Jacobian minus the identity plus the segments' derivatives, as
+    single shooting's is."""
     params, year = args
-    return year.flow(T0, params) - T0
+    return year.segment_ends(jnp.roll(Z, 1, axis=0), params) - Z
 
 
-def _krylov(rtol: float, atol: float) -> lx.GMRES:
+def _krylov(rtol: float, atol: float, segments: int = 1) -> lx.GMRES:
     # `dPhi/dT0 - I` is minus the identity plus a few slow modes: a short Krylov
     # space holds them (lineax runs every restart cycle in full, so keep it short).
-    return lx.GMRES(rtol=rtol, atol=atol, restart=6, stagnation_iters=6)
+    # With K segments, each mode that a segment does not damp away, `rho` per
+    # year, gives K eigenvalues `rho^(1/K)` times the K-th roots of unity (minus
+    # one): a space K times longer.
+    restart = 6 * segments
+    return lx.GMRES(rtol=rtol, atol=atol, restart=restart, stagnation_iters=restart)
 
 
 def periodic_equilibrium(
@@ -305,6 +354,7 @@ def periodic_equilibrium(
     max_steps: int = 32,
     error_tolerance=None,
     retry_years: int = 100,
+    segments: int = 1,
     throw: bool = True,
     progress: bool | diffrax.AbstractProgressMeter = False,
 ) -> SeasonalCycle | PeriodicState:
@@ -353,6 +403,16 @@ def periodic_equilibrium(
         state's basin (default 100; 0: no retry). The retry needs the failure to
         be known as the call returns (eagerly, and under eager `jax.grad`), and
         compiles nothing new; inside `jit` the failure is reported as it is.
+    - `segments`: shoot over this many equal parts of the year at once (multiple
+        shooting; default 1, single shooting): the unknowns are the state at the
+        end of each part, and each part is run from the end of the one before.
+        For periodic states so unstable that a year magnifies a small change of
+        the start beyond what Newton's method can correct (a leading Floquet
+        multiplier of hundreds or more, e.g. `ebm.SeaIceModel`'s large ice caps
+        without a seasonal cycle): a part magnifies it by the multiplier's
+        `segments`-th root. Each Newton step costs about as many years as with
+        one part, times `segments` in GMRES iterations. It must divide
+        `steps_per_year`.
     - `throw`: raise when the solve fails (default), else report it in `result`.
         (A derivative's implicit linear solve that fails gives NaN derivatives
         either way.)
@@ -380,14 +440,20 @@ def periodic_equilibrium(
     """
     check_count("spinup_years", spinup_years, 0)
     check_count("retry_years", retry_years, 0)
+    check_count("segments", segments, 1)
+    if steps_per_year % segments:
+        raise ValueError(
+            f"segments={segments} must divide steps_per_year={steps_per_year}: "
+            "the parts of the year have equal steps."
+        )
     year, params, T_start, limit, error_tolerance = _setup(
         params, model, grid, start, stepper, checkpoint, steps_per_year,
         error_tolerance, throw,
     )  # fmt: skip
     if solver is None:
-        solver = default_shooting_solver(model)
+        solver = default_shooting_solver(model, segments)
     if adjoint is None:
-        adjoint = ImplicitAdjoint(linear_solver=_krylov(1e-11, 1e-11))
+        adjoint = ImplicitAdjoint(linear_solver=_krylov(1e-11, 1e-11, segments))
 
     def shoot(years):
         # The years as an array: the retry runs the same compiled program.
@@ -403,6 +469,7 @@ def periodic_equilibrium(
             limit,
             # Each step is a year or more of work: show every one.
             progress_meter(progress, refresh_steps=1),
+            segments,
         )
 
     cycle = shoot(spinup_years)
@@ -434,15 +501,21 @@ def _periodic_equilibrium(
     error_tolerance,
     limit,
     meter,
+    segments=1,
 ) -> SeasonalCycle | PeriodicState:
     unstable = year.unstable(T_start, params, limit)
     T_guess, spinup_error = year.spin(T_start, params, spinup_years)
     if not isinstance(meter, diffrax.NoProgressMeter):
         solver = CountedRootFinder(solver, meter, max_steps)
+    # The first guess: the spun-up state at the end of every segment. (Not the
+    # segments of a year run from it: where the state is unstable, that year would
+    # magnify its distance from the state by the leading multiplier, which is what
+    # the segments are there to avoid.)
+    guess = jnp.broadcast_to(T_guess, (segments,) + T_guess.shape)
     solution = optx.root_find(
         _shooting_residual,
         solver,
-        T_guess,
+        guess,
         (params, year),
         max_steps=max_steps,
         adjoint=adjoint,
@@ -456,7 +529,7 @@ def _periodic_equilibrium(
     )
     return _cycle(
         year,
-        solution.value,
+        jnp.roll(solution.value, 1, axis=0),
         params,
         result,
         solution.stats["num_steps"],
@@ -542,7 +615,7 @@ def _seasonal_spinup(
     T0, spinup_error = year.spin(T_start, params, years, meter)
     return _cycle(
         year,
-        T0,
+        T0[None],
         params,
         RESULTS.successful,
         jnp.asarray(years),
