@@ -696,12 +696,15 @@ def test_multiple_shooting_finds_a_state_that_one_year_of_shooting_leaves(
 ):
     params, state, multiplier = unstable_state
     # A year magnifies a change of the state by hundreds: one year of shooting from
-    # 0.01 W yr m-2 away lands on another state; five segments, each magnifying it
-    # by the fifth root (about 4), return to this one.
+    # the state at F 0.2 W m-2 higher (0.7 W yr m-2 away) lands on another state;
+    # five segments, each magnifying a change by the fifth root (about 4), return
+    # to this one.
     assert multiplier > 100.0
-    start = {"E": state["E"] + 0.01}
+    near = ebm.equilibrium(
+        replace(params, "F", params.F + 0.2), model=MODEL, start=state
+    ).state
     settings = dict(
-        model=MODEL, start=start, steps_per_year=STEPS, spinup_years=0,
+        model=MODEL, start=near, steps_per_year=STEPS, spinup_years=0,
         retry_years=0,
     )  # fmt: skip
     single = ebm.periodic_equilibrium(params, throw=False, **settings)
