@@ -324,6 +324,36 @@ def test_a_failed_shooting_is_retried_after_a_longer_spin_up(cycle):
     )
 
 
+def test_the_papers_grid_at_a_thousand_steps_a_year_is_the_long_spin_up():
+    # The paper's n = 50 with its other defaults, where one shooting from the
+    # 4-year spin-up does not converge and the retry does. A spin-up of 150 years
+    # (its last year periodic to 3e-9) lands on the same year.
+    model = ebm.SeaIceModel(50)
+    settings = dict(model=model, steps_per_year=1000)
+    cycle = ebm.periodic_equilibrium(PARAMS, **settings)
+    assert float(cycle.residual) < 1e-10
+    spun = ebm.seasonal_spinup(PARAMS, years=150, **settings)
+    assert float(spun.residual) < 1e-8
+    np.testing.assert_allclose(spun.states["E"], cycle.states["E"], rtol=0, atol=1e-7)
+
+
+def test_switches_a_tenth_as_wide_at_f_minus_5_are_the_long_spin_up():
+    # Narrow switches in a cold climate: the ice edge's box crosses them within
+    # days. The spin-up converges by a factor of about 0.9 a year here: after 150
+    # years its last year is periodic to 1.2e-5 W yr m-2, and within 1.3e-4 of the
+    # shooting's (other periodic states are watts away).
+    params = ebm.SeaIceParams(
+        F=-5.0, enthalpy_width=PARAMS.enthalpy_width / 10,
+        melt_width=PARAMS.melt_width / 10,
+    )  # fmt: skip
+    settings = dict(model=MODEL, steps_per_year=1000)
+    cycle = ebm.periodic_equilibrium(params, **settings)
+    assert float(cycle.residual) < 1e-10
+    spun = ebm.seasonal_spinup(params, years=150, **settings)
+    assert float(spun.residual) < 1e-4
+    np.testing.assert_allclose(spun.states["E"], cycle.states["E"], rtol=0, atol=1e-3)
+
+
 def test_a_sweep_is_the_periodic_states_one_by_one_and_shows_the_snowball_loop():
     # The classic diffusive model (no thermodynamics, no seasonal cycle): cooling
     # from an ice cap falls into the snowball, and warming from there stays in it.
