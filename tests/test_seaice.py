@@ -11,7 +11,7 @@ import pytest
 import ebm
 from ebm._seaice.model import below_melting, ice_cover, ice_enthalpy
 from ebm._seaice.stepper import euler_step
-from helpers import replace
+from helpers import assert_gradient_matches_fd, replace
 
 
 N = 20
@@ -324,34 +324,36 @@ def test_a_failed_shooting_is_retried_after_a_longer_spin_up(cycle):
     )
 
 
-def test_the_papers_grid_at_a_thousand_steps_a_year_is_the_long_spin_up():
-    # The paper's n = 50 with its other defaults, where one shooting from the
-    # 4-year spin-up does not converge and the retry does. A spin-up of 150 years
-    # (its last year periodic to 3e-9) lands on the same year.
-    model = ebm.SeaIceModel(50)
-    settings = dict(model=model, steps_per_year=1000)
-    cycle = ebm.periodic_equilibrium(PARAMS, **settings)
-    assert float(cycle.residual) < 1e-10
-    spun = ebm.seasonal_spinup(PARAMS, years=150, **settings)
-    assert float(spun.residual) < 1e-8
-    np.testing.assert_allclose(spun.states["E"], cycle.states["E"], rtol=0, atol=1e-7)
+NARROW = ebm.SeaIceParams(
+    F=-5.0, enthalpy_width=PARAMS.enthalpy_width / 10,
+    melt_width=PARAMS.melt_width / 10,
+)  # fmt: skip
 
 
-def test_switches_a_tenth_as_wide_at_f_minus_5_are_the_long_spin_up():
-    # Narrow switches in a cold climate: the ice edge's box crosses them within
-    # days. The spin-up converges by a factor of about 0.9 a year here: after 150
-    # years its last year is periodic to 1.2e-5 W yr m-2, and within 1.3e-4 of the
-    # shooting's (other periodic states are watts away).
-    params = ebm.SeaIceParams(
-        F=-5.0, enthalpy_width=PARAMS.enthalpy_width / 10,
-        melt_width=PARAMS.melt_width / 10,
-    )  # fmt: skip
-    settings = dict(model=MODEL, steps_per_year=1000)
+@pytest.mark.parametrize(
+    "n, params, periodic, atol",
+    [
+        # The paper's n = 50 with its other defaults, where one shooting from the
+        # 4-year spin-up does not converge and the retry does; the spin-up's last
+        # year is periodic to 3e-9.
+        (50, PARAMS, 1e-8, 1e-7),
+        # Switches a tenth as wide in a cold climate: the ice edge's box crosses
+        # them within days. The spin-up converges by about 0.9 a year here: its
+        # last year is periodic to 1.2e-5 W yr m-2 and within 1.3e-4 of the
+        # shooting's (other periodic states are watts away).
+        (N, NARROW, 1e-4, 1e-3),
+    ],
+    ids=["papers-grid", "narrow-switches-cold"],
+)
+def test_the_periodic_state_at_1000_steps_a_year_is_a_150_year_spin_up(
+    n, params, periodic, atol
+):
+    settings = dict(model=ebm.SeaIceModel(n), steps_per_year=1000)
     cycle = ebm.periodic_equilibrium(params, **settings)
     assert float(cycle.residual) < 1e-10
     spun = ebm.seasonal_spinup(params, years=150, **settings)
-    assert float(spun.residual) < 1e-4
-    np.testing.assert_allclose(spun.states["E"], cycle.states["E"], rtol=0, atol=1e-3)
+    assert float(spun.residual) < periodic
+    np.testing.assert_allclose(spun.states["E"], cycle.states["E"], rtol=0, atol=atol)
 
 
 def test_a_sweep_is_the_periodic_states_one_by_one_and_shows_the_snowball_loop():
@@ -751,13 +753,7 @@ def test_multiple_shooting_finds_a_state_that_one_year_of_shooting_leaves(
         return shot.states["E"][STEPS // 2, -1]
 
     gradient = jax.grad(polar)(params)
-    step = 1e-5
-    for name in ("D", "F"):
-        moved = [
-            replace(params, name, getattr(params, name) + s) for s in (step, -step)
-        ]
-        difference = (float(polar(moved[0])) - float(polar(moved[1]))) / (2 * step)
-        assert float(getattr(gradient, name)) == pytest.approx(difference, rel=1e-6)
+    assert_gradient_matches_fd(polar, params, gradient, ("D", "F"), relative_step=1e-5)
 
 
 def test_multiple_shooting_finds_the_seasonal_cycle_of_one_year(cycle):
