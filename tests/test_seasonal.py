@@ -9,7 +9,13 @@ import scipy.special
 
 import ebm
 from ebm._zonal.insolation.orbital import VERNAL_EQUINOX_DAY
-from helpers import assert_compiles_once, compilations, finite_difference, replace
+from helpers import (
+    assert_compiles_once,
+    assert_gradient_matches_fd,
+    compilations,
+    finite_difference,
+    replace,
+)
 
 
 YEAR = 365.2422
@@ -438,6 +444,31 @@ def test_unconverged_shooting_says_so():
         mean(PARAMS).block_until_ready()
 
 
+def test_multiple_shooting_gives_single_shootings_cycle_and_gradient():
+    # Four parts of the year on a small grid, through the per-step checkpoint
+    # (`tests/test_seaice.py` takes the default one, on a model stepped flat): the
+    # same cycle and error estimate as one part, and derivatives equal to central
+    # finite differences.
+    def solve(params, segments):
+        return ebm.periodic_equilibrium(
+            params, grid=ebm.Grid(6), steps_per_year=20, checkpoint="step",
+            segments=segments,
+        )  # fmt: skip
+
+    single, split = solve(PARAMS, 1), solve(PARAMS, 4)
+    assert float(split.residual) < 1e-10
+    np.testing.assert_allclose(split.T, single.T, rtol=0, atol=1e-10)
+    assert float(split.step_error) == pytest.approx(float(single.step_error), rel=1e-9)
+
+    def output(params):
+        state = solve(params, 4)
+        return state.annual_global_mean + 0.1 * state.T[5, -1]
+
+    gradient = jax.grad(output)(PARAMS)
+    names = ("obliquity", "D")
+    assert_gradient_matches_fd(output, PARAMS, gradient, names, relative_step=1e-5)
+
+
 @pytest.mark.parametrize(
     "kwargs, match",
     [
@@ -446,6 +477,9 @@ def test_unconverged_shooting_says_so():
         (dict(checkpoint=("binomial", 4)), "reverse mode only"),
         (dict(stepper="rk4"), "`stepper`"),
         (dict(start="tropical"), "`start`"),
+        (dict(steps_per_year=365.5), "`steps_per_year`"),
+        (dict(segments=0), "`segments`"),
+        (dict(segments=2), "segments=2 must divide steps_per_year=365"),
     ],
 )
 def test_bad_arguments_are_named(kwargs, match):

@@ -39,7 +39,8 @@ class PeriodicState(eqx.Module):
         degC; `annual_mean` its mean over the year.
     - `global_mean`: the global-mean surface temperature at each time, degC.
     - `residual`: the largest change of any state variable over the year,
-        `max |Phi(y0) - y0|`, in its units.
+        `max |Phi(y0) - y0|`, in its units (with `segments`, the largest mismatch
+        where the year's parts meet).
     - `step_error`: the time stepping's estimated error over the year (as for
         `ebm.SeasonalCycle`); checked against `error_tolerance`.
     - `variables`: the model's declared variables.

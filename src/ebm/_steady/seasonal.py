@@ -216,9 +216,13 @@ class _Year(eqx.Module):
         return self.checkpoint.loop(_state_step, T0, args, self.steps)
 
     def segment_ends(self, starts, params):
-        """Each segment's end from its start: the year split into `K =
-        starts.shape[0]` segments of equal steps, segment `k` from `starts[k]`
-        (run side by side; one segment is the year's `flow`)."""
+        """The state at the end of each segment, run from its start.
+
+        The year is split into `K = starts.shape[0]` segments of equal steps;
+        segment `k` covers the fractions `[k/K, (k+1)/K)` of the year from 1
+        January and starts from `starts[k]`. The segments run side by side
+        (`jax.vmap`); one segment is the year's `flow`.
+        """
         segments = starts.shape[0]
         if segments == 1:
             return self.flow(starts[0], params)[None]
@@ -232,9 +236,10 @@ class _Year(eqx.Module):
         return jax.vmap(segment)(starts, jnp.arange(segments) * length)
 
     def trajectory(self, starts, params):
-        """The state at the start of every step, each segment's end and the year's
-        error: segment `k` of `K = starts.shape[0]` from `starts[k]` (one: the
-        year from `starts[0]`), the error estimate carried through the year."""
+        """`(ends, states, error)`: each segment's end, the state at the start of
+        every step and the year's error estimate, segment `k` of `K =
+        starts.shape[0]` run from `starts[k]` (one segment: the year from
+        `starts[0]`) and the error estimate carried through the year."""
         segments, length = starts.shape[0], self.steps // starts.shape[0]
         args = self._args(params, starts[0])
 
@@ -283,8 +288,9 @@ def _cycle(
     unstable,
     earlier_error=0.0,
 ) -> SeasonalCycle | PeriodicState:
-    """Run the year's segments from `starts` (shape `(segments, size)`: one, the
-    year from 1 January) and summarise it as the model's result
+    """Run the year's segments from `starts` (shape `(segments, size)`;
+    `starts[0]` is the state on 1 January, with one segment the year's only
+    start) and summarise it as the model's result
     (`periodic_result`: the zonal model's `ebm.SeasonalCycle`, else an
     `ebm.PeriodicState`); the years before it (a spin-up) had at most
     `earlier_error`. The residual is the largest mismatch between a segment's end
@@ -318,15 +324,15 @@ def default_shooting_solver(model, segments: int = 1) -> optx.Newton:
     return optx.Newton(rtol=1e-10, atol=atol, linear_solver=linear_solver)
 
 
-def _shooting_residual(Z, args):
+def _shooting_residual(ends, args):
     r"""The shooting equations $\phi_k(Z_{k-1}) - Z_k$, $k = 0 .. K-1$ (indices
-    modulo $K$): $\phi_k$ runs segment $k$ of the year, and $Z_k$ is the state at
-    its end, so that $Z_{K-1}$ is the state on 1 January. With one segment,
-    $\Phi(T_0) - T_0$. Taking the segments' ends (not starts) as the unknowns
-    makes the Jacobian minus the identity plus the segments' derivatives, as
-    single shooting's is."""
+    modulo $K$, so $Z_{-1} = Z_{K-1}$): $\phi_k$ runs segment $k$ of the year, and
+    $Z_k$ (`ends[k]`) is the state at its end, so that $Z_{K-1}$ is the state on 1
+    January. With one segment, $\Phi(T_0) - T_0$. Taking the segments' ends (not
+    starts) as the unknowns makes the Jacobian minus the identity plus the
+    segments' derivatives, as single shooting's is."""
     params, year = args
-    return year.segment_ends(jnp.roll(Z, 1, axis=0), params) - Z
+    return year.segment_ends(jnp.roll(ends, 1, axis=0), params) - ends
 
 
 def _krylov(rtol: float, atol: float, segments: int = 1) -> lx.GMRES:
@@ -335,8 +341,8 @@ def _krylov(rtol: float, atol: float, segments: int = 1) -> lx.GMRES:
     # With K segments, each mode that a segment does not damp away, `rho` per
     # year, gives K eigenvalues `rho^(1/K)` times the K-th roots of unity (minus
     # one): a space K times longer.
-    restart = 6 * segments
-    return lx.GMRES(rtol=rtol, atol=atol, restart=restart, stagnation_iters=restart)
+    # (`stagnation_iters` counts whole restart cycles: it stays as it is.)
+    return lx.GMRES(rtol=rtol, atol=atol, restart=6 * segments, stagnation_iters=6)
 
 
 def periodic_equilibrium(
@@ -384,9 +390,9 @@ def periodic_equilibrium(
         reverse-only schedules cannot serve Newton's forward-mode products).
     - `solver`: the root-finder (default `optimistix.Newton` with GMRES,
         `rtol = atol = 1e-10` K; for another model, `atol` is its
-        `shooting_tolerance()`).
-    - `adjoint`: the optimistix adjoint (default: implicit, with GMRES; a solve
-        that fails gives NaN derivatives).
+        `shooting_tolerance()`; GMRES restarts after `6 * segments` products).
+    - `adjoint`: the optimistix adjoint (default: implicit, with GMRES restarted
+        as the solver's; a solve that fails gives NaN derivatives).
     - `max_steps`: Newton step limit.
     - `error_tolerance`: the largest estimated time-stepping error allowed in the
         cycle's year, K (`step_error`; `inf` turns the check off). Default: 10 for
@@ -405,14 +411,15 @@ def periodic_equilibrium(
         compiles nothing new; inside `jit` the failure is reported as it is.
     - `segments`: shoot over this many equal parts of the year at once (multiple
         shooting; default 1, single shooting): the unknowns are the state at the
-        end of each part, and each part is run from the end of the one before.
-        For periodic states so unstable that a year magnifies a small change of
-        the start beyond what Newton's method can correct (a leading Floquet
-        multiplier of hundreds or more, e.g. `ebm.SeaIceModel`'s large ice caps
-        without a seasonal cycle): a part magnifies it by the multiplier's
-        `segments`-th root. Each Newton step costs about as many years as with
-        one part, times `segments` in GMRES iterations. It must divide
-        `steps_per_year`.
+        end of each part, and each part is run from the end of the one before
+        (see docs/seasonal.md, "Multiple shooting"). For periodic states so
+        unstable that a year magnifies a small change of the start beyond what
+        Newton's method can correct (a leading Floquet multiplier of hundreds or
+        more, e.g. `ebm.SeaIceModel`'s ice caps between the folds without a
+        seasonal cycle): a part magnifies it by about the multiplier's
+        `segments`-th root. A Newton step costs about `segments` times single
+        shooting's, so use it where single shooting fails or lands on another
+        state. It must divide `steps_per_year`.
     - `throw`: raise when the solve fails (default), else report it in `result`.
         (A derivative's implicit linear solve that fails gives NaN derivatives
         either way.)
@@ -428,10 +435,11 @@ def periodic_equilibrium(
 
     **Raises:**
 
-    - `ValueError`: for a bad `start`, `steps_per_year`, `spinup_years`, `stepper`,
-        `checkpoint` or `error_tolerance`, a model whose forcing changes from year
-        to year, and (with `throw=True`, for known
-        parameters) when `1 / steps_per_year` is above the stepper's stability limit
+    - `ValueError`: for a bad `start`, `steps_per_year`, `spinup_years`,
+        `retry_years`, `segments` (an integer >= 1 dividing `steps_per_year`),
+        `stepper`, `checkpoint` or `error_tolerance`, a model whose forcing
+        changes from year to year, and (with `throw=True`, for known parameters)
+        when `1 / steps_per_year` is above the stepper's stability limit
         at `start`, with the limit.
     - `EquinoxRuntimeError` (with `throw=True`): when Newton did not converge, the
         step was above the stability limit (traced parameters) or the year's error
@@ -441,6 +449,7 @@ def periodic_equilibrium(
     check_count("spinup_years", spinup_years, 0)
     check_count("retry_years", retry_years, 0)
     check_count("segments", segments, 1)
+    check_count("steps_per_year", steps_per_year, 4)
     if steps_per_year % segments:
         raise ValueError(
             f"segments={segments} must divide steps_per_year={steps_per_year}: "

@@ -28,7 +28,8 @@ class SeasonalCycle(eqx.Module):
     - `annual_mean_ice_edge`, `annual_mean_ice_edge_south`: their means over the
         year, degrees north; `ice_edge_range` and `ice_edge_south_range` (properties)
         their annual ranges, max - min, degrees.
-    - `residual`: largest change of any cell over the year, `max |Phi(T0) - T0|`, K.
+    - `residual`: largest change of any cell over the year, `max |Phi(T0) - T0|`, K
+        (with `segments`, the largest mismatch where the year's parts meet).
     - `step_error`: the time stepping's estimated error over the year, K: each
         cell's local error estimates added with their signs, forgotten over a year,
         the largest of any cell and step (see `ebm.integrate_fixed`); for
