@@ -184,7 +184,8 @@ def periodic_continuation(
 
     An `ebm.PeriodicBranch`. Not traceable (the number of points is known only at
     the end); each point's state can be refined, and differentiated, by
-    `ebm.periodic_equilibrium` started from it.
+    `ebm.periodic_equilibrium` started from it (with `segments` where the point is
+    so unstable that single shooting leaves it).
 
     **Raises:**
 
