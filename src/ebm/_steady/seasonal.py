@@ -417,9 +417,9 @@ def periodic_equilibrium(
         Newton's method can correct (a leading Floquet multiplier of hundreds or
         more, e.g. `ebm.SeaIceModel`'s ice caps between the folds without a
         seasonal cycle): a part magnifies it by about the multiplier's
-        `segments`-th root. A Newton step costs about `segments` times single
-        shooting's, so use it where single shooting fails or lands on another
-        state. It must divide `steps_per_year`.
+        `segments`-th root. A Newton step does about `segments` times single
+        shooting's arithmetic, so use it where single shooting fails or lands on
+        another state. It must divide `steps_per_year`.
     - `throw`: raise when the solve fails (default), else report it in `result`.
         (A derivative's implicit linear solve that fails gives NaN derivatives
         either way.)
