@@ -29,6 +29,12 @@ through an implicit adjoint (`optimistix.ImplicitAdjoint`'s, whose failed solve 
 NaN derivatives instead of raising inside the program) with the same matrix-free
 GMRES: one linear solve, whatever a spin-up would have cost.
 
+**Multiple shooting.** With `segments=K` the unknowns are the states $Z_k$ at the
+ends of K equal parts of the year, and the equations $\phi_k(Z_{k-1}) - Z_k = 0$
+(indices modulo K, $\phi_k$ the flow over part $k$): a part magnifies a change of
+its start by about the $K$-th root of what the year does, for periodic states too
+unstable for one year of shooting (`_shooting_residual`).
+
 **Time stepping.** $\Phi$ takes `steps_per_year` equal steps of a fixed-step
 stepper (default `ebm.Rosenbrock2`: L-stable, second order, no inner iteration) in a
 `lax.scan`. Equal steps make $\Phi$ a smooth function of $T_0$ and $\theta$ (an
@@ -449,16 +455,16 @@ def periodic_equilibrium(
     check_count("spinup_years", spinup_years, 0)
     check_count("retry_years", retry_years, 0)
     check_count("segments", segments, 1)
-    check_count("steps_per_year", steps_per_year, 4)
+    year, params, T_start, limit, error_tolerance = _setup(
+        params, model, grid, start, stepper, checkpoint, steps_per_year,
+        error_tolerance, throw,
+    )  # fmt: skip
+    # After `_setup`, which checks `steps_per_year` itself.
     if steps_per_year % segments:
         raise ValueError(
             f"segments={segments} must divide steps_per_year={steps_per_year}: "
             "the parts of the year have equal steps."
         )
-    year, params, T_start, limit, error_tolerance = _setup(
-        params, model, grid, start, stepper, checkpoint, steps_per_year,
-        error_tolerance, throw,
-    )  # fmt: skip
     if solver is None:
         solver = default_shooting_solver(model, segments)
     if adjoint is None:
